@@ -1,0 +1,29 @@
+# Two commands set everything up on a fresh machine: `make demo` (until the dashboard lands) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/xcviz train bibtex --init msi --threads 2
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py --out BENCHMARKS.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

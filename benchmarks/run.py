@@ -1,0 +1,172 @@
+"""`make bench`: time xcviz against the reference in the same run and write BENCHMARKS.md.
+
+For Bibtex and Delicious: the liblinear-official `-s 2` per-label loop (1 thread) and the Newton
+solver with each initialiser (2 threads), medians of several runs, ratios against LIBLINEAR and
+against zero initialisation, P@k beside; the cost of recording; peak memory of a training process
+against data + model; the synthetic generator at Amazon-670K shape / 10. Machines here are noisy:
+read the ratios, not the seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from xcviz import metrics
+from xcviz.data import load
+from xcviz.data.synthetic import generate
+from xcviz.data.transforms import l2_normalize
+from xcviz.reference import liblinear_ova
+from xcviz.runs.sinks import MemorySink, NullSink
+from xcviz.solvers.dismec import INITS, DismecParams, fit_dismec
+
+THREADS = 2
+
+
+def _median_time(fn, repeats: int):
+    times, result = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def _pk(Y, topk) -> list[float]:
+    return [100 * metrics.precision_at_k(Y, topk, k) for k in (1, 3, 5)]
+
+
+def machine() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(),
+            **{pkg: version(pkg) for pkg in ("numpy", "scipy", "numba", "liblinear-official")}}
+
+
+def bench_dataset(name: str, repeats: int) -> dict:
+    train, test = load(name)
+    Xn = l2_normalize(train.X)
+    t_ll, (W, b) = _median_time(lambda: liblinear_ova(Xn, train.Y), repeats)
+    scores = np.asarray(l2_normalize(test.X) @ W.T) + b[None, :]
+    ll_topk = np.argsort(-scores, axis=1, kind="stable")[:, :5]
+    rows = {"liblinear": {"seconds": t_ll, "p@k": _pk(test.Y, ll_topk), "nnz": int(np.count_nonzero(W))}}
+    for init in INITS:
+        params = DismecParams(init=init)
+        fit_dismec(train.X, train.Y, params, threads=THREADS)  # warm-up: JIT cache load
+        t, model = _median_time(lambda: fit_dismec(train.X, train.Y, params, threads=THREADS), repeats)
+        topk, _ = model.predict_topk(test.X, k=5)
+        rows[init] = {"seconds": t, "p@k": _pk(test.Y, topk), "nnz": model.nnz,
+                      "iterations": model.info["newton_iterations"]}
+    return rows
+
+
+def bench_recording(name: str, repeats: int) -> dict:
+    """MSI with recording off, with the null sink and with the memory sink, interleaved."""
+    train, _ = load(name)
+    params = DismecParams(init="msi")
+    times = {"off": [], "null sink": [], "memory sink": []}
+    sinks = {"off": lambda: None, "null sink": NullSink, "memory sink": MemorySink}
+    for _ in range(repeats):
+        for key, make in sinks.items():
+            t = time.perf_counter()
+            fit_dismec(train.X, train.Y, params, threads=THREADS, recorder=make())
+            times[key].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+_MEMORY_PROBE = """
+import json, resource, sys
+from xcviz.data import load
+from xcviz.solvers.dismec import DismecParams, fit_dismec
+train, _ = load(sys.argv[1])
+fit_dismec(train.X[:50], train.Y[:50], DismecParams(), threads=2)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model = fit_dismec(train.X, train.Y, DismecParams(), threads=2)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+data = sum(a.nbytes for m in (train.X, train.Y) for a in (m.data, m.indices, m.indptr))
+w = model.weights
+print(json.dumps({"peak_extra_mb": (after - before) / 1024, "data_mb": data / 2**20,
+                  "model_mb": (w.data.nbytes + w.indices.nbytes + w.indptr.nbytes + model.bias_weights.nbytes) / 2**20}))
+"""
+
+
+def bench_memory(name: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, name], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_generator(repeats: int) -> float:
+    t, _ = _median_time(lambda: generate(49_000, 13_600, 67_000, avg_labels=5.45, avg_nnz=75.7, seed=0), repeats)
+    return t
+
+
+def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: float, repeats: int) -> str:
+    lines = ["# Benchmarks", "",
+             f"Written by `make bench` (`benchmarks/run.py`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+             f"Medians of {repeats} runs; every ratio compares runs made in this same process, one after "
+             "the other. Machines here are noisy: read the ratios, not the seconds.", "",
+             "## Machine", ""]
+    lines += [f"- {k}: {v}" for k, v in m.items()]
+    lines += ["", "Setting: Mulan splits, squared hinge, C = 1, eps = 0.01, bias 1 unregularised, rows L2-normalised, "
+              f"weights below 0.01 pruned (xcviz). LIBLINEAR: liblinear-official `-s 2 -c 1 -e 0.01 -B 1 -R`, one "
+              f"binary problem per label, 1 thread, problem built once. xcviz: {THREADS} threads.", ""]
+    for name, rows in results.items():
+        ll = rows["liblinear"]["seconds"]
+        zero = rows["zero"]["seconds"]
+        lines += [f"## {name}", "",
+                  "| solver | train s (median) | speed-up vs LIBLINEAR | speed-up vs zero init | Newton iterations | P@1 | P@3 | P@5 | model nnz |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for key, r in rows.items():
+            label = "LIBLINEAR -s 2 loop (1 thread)" if key == "liblinear" else f"xcviz dismec, {key} init"
+            vs_zero = "" if key == "liblinear" else f"{zero / r['seconds']:.2f}x"
+            p = " | ".join(f"{v:.2f}" for v in r["p@k"])
+            lines.append(f"| {label} | {r['seconds']:.3f} | {ll / r['seconds']:.2f}x | {vs_zero} | "
+                         f"{r.get('iterations', '')} | {p} | {r['nnz']} |")
+        lines.append("")
+    off = recording["off"]
+    lines += ["## Cost of recording (Delicious, MSI)", "",
+              "| recorder | train s (median) | vs recording off |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.3f} | {100 * (v / off - 1):+.1f}% |" for k, v in recording.items()]
+    lines += ["", "## Peak memory of training (MSI, 2 threads)", "",
+              "Extra peak resident memory of a training call over the process's peak before it (JIT warm, data "
+              "loaded), against the size of the data (CSR X and Y) plus the model.", "",
+              "| data set | extra peak MB | data MB | model MB | extra / (data + model) |", "|---|---|---|---|---|"]
+    for name, r in memory.items():
+        lines.append(f"| {name} | {r['peak_extra_mb']:.1f} | {r['data_mb']:.1f} | {r['model_mb']:.1f} | "
+                     f"{r['peak_extra_mb'] / (r['data_mb'] + r['model_mb']):.2f} |")
+    lines += ["", "## Synthetic generator", "",
+              f"Amazon-670K shape / 10 (n 49,000, d 13,600, 67,000 labels, 5.45 labels and 75.7 non-zeros per row): "
+              f"{gen_seconds:.2f} s (median).", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="BENCHMARKS.md")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    results = {}
+    for name in ("bibtex", "delicious"):
+        print(f"benchmarking {name} ...", file=sys.stderr)
+        results[name] = bench_dataset(name, args.repeats)
+    print("benchmarking recording, memory, generator ...", file=sys.stderr)
+    recording = bench_recording("delicious", args.repeats)
+    memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
+    gen = bench_generator(3)
+    text = render(machine(), results, recording, memory, gen, args.repeats)
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

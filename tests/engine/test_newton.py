@@ -1,0 +1,97 @@
+"""Properties of the Newton kernel: MSI's defining equations, the stopping rule, determinism."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xcviz.data.synthetic import generate
+from xcviz.engine.newton import _msi_start
+from xcviz.runs.sinks import MemorySink
+from xcviz.solvers.dismec import DismecParams, fit_dismec, preprocess
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(5, 40), d=st.integers(2, 12), npos=st.integers(1, 4), seed=st.integers(0, 10_000),
+       s=st.floats(0.5, 3.0), t=st.floats(-4.0, -0.5))
+def test_msi_separates_the_means(n, d, npos, seed, s, t):
+    """<w0, p_mean> = s and <w0, n_mean> = t, the two equations (21) that define MSI."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d)) * (rng.random((n, d)) < 0.6)
+    X[:, -1] = 1.0
+    pos = rng.choice(n, size=npos, replace=False)
+    mask = np.zeros(n, bool)
+    mask[pos] = True
+    psum = X[mask].sum(axis=0)
+    p_mean, n_mean, x_mean = psum / npos, X[~mask].mean(axis=0), X.mean(axis=0)
+    w = np.empty(d)
+    _msi_start(w, psum, npos, n, x_mean, s, t)
+    if abs(np.dot(p_mean, x_mean)) ** 2 > (1 - 1e-9) * np.dot(p_mean, p_mean) * np.dot(x_mean, x_mean):
+        return  # p_mean parallel to x_mean: only <w0, p_mean> = s can hold (checked below)
+    assert np.dot(w, p_mean) == pytest.approx(s, rel=1e-8, abs=1e-8)
+    assert np.dot(w, n_mean) == pytest.approx(t, rel=1e-8, abs=1e-8)
+
+
+def test_msi_degenerate_cases_keep_the_positive_margin():
+    """No negatives, or all rows identical: the min-norm w with <w0, p_mean> = s; no positives:
+    <w0, x_mean> = t."""
+    X = np.tile(np.array([0.5, 0.5, 1.0]), (4, 1))
+    w = np.empty(3)
+    _msi_start(w, X[:2].sum(axis=0), 2, 4, X.mean(axis=0), 1.0, -2.0)
+    assert np.dot(w, X[0]) == pytest.approx(1.0)
+    _msi_start(w, X.sum(axis=0), 4, 4, X.mean(axis=0), 1.0, -2.0)
+    assert np.dot(w, X[0]) == pytest.approx(1.0)
+    _msi_start(w, np.zeros(3), 0, 4, X.mean(axis=0), 1.0, -2.0)
+    assert np.dot(w, X[0]) == pytest.approx(-2.0)
+    assert np.all(np.isfinite(w))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return generate(600, 300, 40, avg_labels=3, avg_nnz=20, seed=3)
+
+
+@pytest.mark.parametrize("init", ["zero", "bias", "ovap", "msi"])
+def test_stopping_rule_is_relative_to_the_gradient_at_zero(small, init):
+    """Every converged label meets ||g(w)|| <= eps*max(1, min(#pos, #neg))/n*||g(0)||, and
+    ||g(0)|| is the gradient at w = 0 (computed here independently: -2C X^T y)."""
+    sink = MemorySink()
+    p = DismecParams(init=init)
+    fit_dismec(small.X, small.Y, p, threads=1, recorder=sink)
+    labels = sink.labels.sort_values("label")
+    Xb = preprocess(small.X, p)
+    n = Xb.shape[0]
+    y = -np.ones((n, small.n_labels))
+    Yc = sp.coo_matrix(small.Y)
+    y[Yc.row, Yc.col] = 1.0
+    g0 = np.linalg.norm(-2.0 * (Xb.T @ y), axis=0)
+    np.testing.assert_allclose(labels["grad_norm0"].to_numpy(), g0, rtol=1e-10)
+    npos = labels["n_pos"].to_numpy()
+    tol = 0.01 * np.maximum(1, np.minimum(npos, n - npos)) / n * g0
+    assert labels["converged"].all()
+    assert np.all(labels["grad_norm"].to_numpy() <= tol)
+
+
+def test_objective_decreases_and_records_are_complete(small):
+    sink = MemorySink()
+    fit_dismec(small.X, small.Y, DismecParams(init="msi"), threads=2, recorder=sink)
+    it, lab = sink.iterations, sink.labels
+    assert len(it) == int((lab["iterations"] + 1).sum())
+    for label, traj in it.groupby("label"):
+        obj = traj.sort_values("iteration")["objective"].to_numpy()
+        assert np.all(np.diff(obj) < 0), label
+        row = lab[lab["label"] == label].iloc[0]
+        assert obj[0] == row["objective_init"] and obj[-1] == row["objective"]
+    steps = it[it["iteration"] > 0]
+    assert ((steps["step_size"] > 0) & (steps["step_size"] <= 1)).all()
+    assert (steps["cg_steps"] >= 1).all()
+    assert (it["active_set"] <= small.n).all()
+
+
+@pytest.mark.parametrize("init", ["zero", "msi", "ovap"])
+def test_results_do_not_depend_on_thread_count(small, init):
+    p = DismecParams(init=init)
+    one = fit_dismec(small.X, small.Y, p, threads=1)
+    two = fit_dismec(small.X, small.Y, p, threads=2)
+    assert (one.weights != two.weights).nnz == 0
+    np.testing.assert_array_equal(one.bias_weights, two.bias_weights)

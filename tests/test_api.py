@@ -1,0 +1,43 @@
+"""The Python API: train() on names, datasets and pairs; the scikit-learn-style estimator."""
+import numpy as np
+import pytest
+
+import xcviz
+from xcviz.data.synthetic import generate
+from xcviz.runs.sinks import MemorySink
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return generate(500, 200, 25, avg_labels=2, avg_nnz=15, seed=7)
+
+
+def test_train_accepts_dataset_and_pair_and_records(problem):
+    sink = MemorySink()
+    a = xcviz.train(problem, init="msi", threads=1, recorder=sink)
+    b = xcviz.train((problem.X, problem.Y), init="msi", threads=2)
+    assert (a.weights != b.weights).nnz == 0
+    assert set(sink.labels["label"]) == set(range(25))
+    assert sink.meta["params"]["init"] == "msi" and sink.summary["model_nnz"] == a.nnz
+
+
+def test_train_rejects_bad_parameters(problem):
+    with pytest.raises(ValueError, match="unknown parameter"):
+        xcviz.train(problem, nonsense=1)
+    with pytest.raises(ValueError):
+        xcviz.train(problem, C=-1.0)
+    with pytest.raises(ValueError):
+        xcviz.train(problem, init="random")
+
+
+def test_estimator_fit_predict_params(problem):
+    est = xcviz.OneVsAllClassifier(init="zero", C=2.0, threads=1)
+    assert est.get_params()["C"] == 2.0 and est.get_params()["init"] == "zero"
+    assert est.set_params(C=0.5) is est and est.get_params()["C"] == 0.5
+    with pytest.raises(RuntimeError, match="not fitted"):
+        est.predict_topk(problem.X)
+    assert est.fit(problem.X, problem.Y) is est
+    labels, scores = est.predict_topk(problem.X, k=3)
+    assert labels.shape == (500, 3) and np.all(np.diff(scores, axis=1) <= 0)
+    assert est.score(problem.X, problem.Y, k=1) > 0.5  # training P@1 on a learnable problem
+    assert est.n_labels_ == 25 and est.n_features_in_ == 200

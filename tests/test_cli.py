@@ -1,0 +1,79 @@
+"""The `xcviz` command: datasets, generate, train --json, evaluate, and one-line errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from xcviz.cli import main
+
+JSON_KEYS = {"dataset", "solver", "init", "threads", "train_seconds", "newton_iterations", "p@1", "p@3",
+             "p@5", "ndcg@3", "ndcg@5", "psp@5", "model_nnz"}
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_datasets_lists_the_bundled_sets(capsys):
+    code, out, _ = _run(capsys, "datasets", "--json")
+    sets = {d["name"]: d for d in json.loads(out)}
+    assert code == 0 and set(sets) == {"bibtex", "delicious"}
+    assert (sets["bibtex"]["train"]["n"], sets["bibtex"]["train"]["d"], sets["bibtex"]["train"]["l"]) == (4880, 1836, 159)
+    assert sets["delicious"]["test"]["n"] == 3185
+    code, out, _ = _run(capsys, "datasets")
+    assert "bibtex" in out and "4880" in out
+
+
+def test_train_json_then_evaluate_the_saved_model(capsys, tmp_path):
+    code, out, _ = _run(capsys, "train", "bibtex", "--init", "msi", "--threads", "2", "--out",
+                        str(tmp_path / "model"), "--json", "--records", str(tmp_path / "rec.jsonl"))
+    assert code == 0
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert JSON_KEYS <= set(summary)
+    assert summary["threads"] == 2 and summary["init"] == "msi"
+    assert abs(summary["p@1"] - 63.9) < 0.6 and abs(summary["p@5"] - 28.02) < 0.5
+    assert summary["newton_iterations"] > 159
+    code, out, _ = _run(capsys, "evaluate", str(tmp_path / "model"), "bibtex", "--json")
+    again = json.loads(out)
+    assert code == 0 and again["p@1"] == summary["p@1"] and again["psp@5"] == summary["psp@5"]
+    assert (tmp_path / "rec.jsonl").stat().st_size > 0
+
+
+def test_generate_then_train_on_files(capsys, tmp_path):
+    prefix = tmp_path / "syn"
+    code, out, _ = _run(capsys, "generate", str(prefix), "--n", "800", "--d", "200", "--labels", "30",
+                        "--avg-labels", "2", "--avg-nnz", "15", "--seed", "4", "--test-fraction", "0.25")
+    assert code == 0 and (tmp_path / "syn_train.txt").exists() and (tmp_path / "syn_test.txt").exists()
+    code, out, _ = _run(capsys, "train", str(tmp_path / "syn_train.txt"), "--test", str(tmp_path / "syn_test.txt"),
+                        "--threads", "1", "--json")
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and summary["n_train"] == 600 and summary["n_test"] == 200
+    assert summary["p@1"] > 30  # the generator's labels are learnable
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["train", "no/such/file.txt"], "no such file"),
+    (["train", "bibtex", "--init", "nonsense"], "init"),
+    (["train", "bibtex", "--C", "-1"], "C"),
+    (["train", "bibtex", "--set", "bogus=1"], "unknown parameter"),
+    (["evaluate", "no/such/model", "bibtex"], "no such file"),
+])
+def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):
+    code, out, err = _run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("xcviz: error:") and err.count("\n") == 1 and phrase in err
+
+
+def test_malformed_training_file_names_file_and_line(capsys, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2 3 2\n0 0:1 1:1\n1 0:1 7:1\n")
+    code, _, err = _run(capsys, "train", str(bad))
+    assert code == 2 and "bad.txt:3" in err and "7" in err
+
+
+def test_console_script_runs():
+    out = subprocess.run([sys.executable, "-m", "xcviz.cli", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("xcviz ")

@@ -1,0 +1,88 @@
+"""The Python API: `train` a model on a data set, `evaluate` it, and a scikit-learn-style estimator."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import metrics
+from .data.dataset import Dataset
+from .data.registry import resolve
+from .models import SparseModel
+from .solvers import get_solver, make_params
+
+
+def _as_dataset(dataset) -> Dataset:
+    if isinstance(dataset, Dataset):
+        return dataset
+    if isinstance(dataset, str):
+        return resolve(dataset)[0]
+    if isinstance(dataset, tuple) and len(dataset) == 2:
+        return Dataset(X=dataset[0], Y=dataset[1])
+    raise TypeError("dataset must be a Dataset, a bundled name or path, or an (X, Y) pair, "
+                    f"not {type(dataset).__name__}")
+
+
+def train(dataset, solver: str = "dismec", init: str = "msi", loss: str = "squared_hinge", C: float = 1.0,
+          threads: int | None = None, recorder=None, progress: Callable[[int, int], None] | None = None,
+          **params) -> SparseModel:
+    """Train `solver` on a data set: a Dataset, an (X, Y) pair, a bundled name (its training split)
+    or a file path. Other solver parameters go in **params (see the solver's parameter class)."""
+    ds = _as_dataset(dataset)
+    p = make_params(solver, init=init, loss=loss, C=C, **params)
+    model = get_solver(solver).fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress)
+    model.info["dataset"] = ds.name
+    return model
+
+
+def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
+             threads: int | None = None) -> dict[str, float]:
+    """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
+    for its propensities), in percent."""
+    topk, _ = model.predict_topk(test.X, k=max(ks), threads=threads)
+    inv_prop = 1.0 / metrics.propensities(train.Y) if train is not None else None
+    return metrics.evaluate(test.Y, topk, ks=ks, inv_prop=inv_prop)
+
+
+class OneVsAllClassifier:
+    """scikit-learn-style estimator around a one-vs-all solver.
+
+    `fit(X, Y)` returns self and sets `model_`; `predict_topk(X, k)` returns (labels, scores).
+    Every solver parameter is a constructor keyword, readable and settable by get/set_params."""
+
+    def __init__(self, solver: str = "dismec", threads: int | None = None, **params) -> None:
+        self.solver = solver
+        self.threads = threads
+        self._params = make_params(solver, **params).param.values()
+        self._params.pop("name", None)
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"solver": self.solver, "threads": self.threads, **self._params}
+
+    def set_params(self, **params) -> "OneVsAllClassifier":
+        self.__init__(**{**self.get_params(), **params})
+        return self
+
+    def fit(self, X: sp.spmatrix, Y: sp.spmatrix, recorder=None) -> "OneVsAllClassifier":
+        p = make_params(self.solver, **self._params)
+        self.model_ = get_solver(self.solver).fit(X, Y, p, threads=self.threads, recorder=recorder)
+        self.n_features_in_ = X.shape[1]
+        self.n_labels_ = Y.shape[1]
+        return self
+
+    def _fitted(self) -> SparseModel:
+        if not hasattr(self, "model_"):
+            raise RuntimeError("this OneVsAllClassifier is not fitted yet: call fit(X, Y) first")
+        return self.model_
+
+    def predict_topk(self, X: sp.spmatrix, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        return self._fitted().predict_topk(X, k=k, threads=self.threads)
+
+    def decision_function(self, X: sp.spmatrix) -> np.ndarray:
+        return self._fitted().decision_function(X)
+
+    def score(self, X: sp.spmatrix, Y: sp.spmatrix, k: int = 1) -> float:
+        """P@k in [0, 1]."""
+        topk, _ = self.predict_topk(X, k=k)
+        return metrics.precision_at_k(sp.csr_matrix(Y), topk, k)

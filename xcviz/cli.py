@@ -1,0 +1,218 @@
+"""The `xcviz` command: list data, generate synthetic problems, train and evaluate headless.
+
+Every failure a user can cause (a bad path, a malformed file, an out-of-range parameter) ends with
+one line `xcviz: error: ...` on stderr and exit status 2; never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .data.errors import DatasetFormatError
+from .models import ModelFormatError
+
+_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError)
+
+
+class ProgressBar:
+    """A one-line progress bar with labels done, elapsed time and ETA, on a terminal only."""
+
+    def __init__(self, what: str, stream=sys.stderr) -> None:
+        self.what = what
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.t0 = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.t0
+        eta = elapsed / done * (total - done) if done else float("nan")
+        width = 30
+        fill = int(width * done / max(total, 1))
+        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {self.what}"
+                          f"  {elapsed:5.1f}s elapsed  ETA {eta:5.1f}s")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from .data.registry import bundled, load
+
+    out = []
+    for name in bundled():
+        train, test = load(name)
+        out.append({"name": name, "train": train.label_stats(), "test": test.label_stats()})
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    head = f"{'name':<10} {'split':<6} {'N':>7} {'D':>6} {'L':>6} {'labels/pt':>9} {'max':>4} {'nnz/pt':>7} {'pts/label':>9}"
+    print(head)
+    for d in out:
+        for split in ("train", "test"):
+            s = d[split]
+            print(f"{d['name']:<10} {split:<6} {s['n']:>7} {s['d']:>6} {s['l']:>6} {s['avg_labels']:>9.3f} "
+                  f"{s['max_labels']:>4} {s['avg_nnz']:>7.2f} {s['avg_points_per_label']:>9.2f}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .data.synthetic import generate, split
+    from .data.textio import write_xc
+
+    ds = generate(args.n, args.d, args.labels, avg_labels=args.avg_labels, avg_nnz=args.avg_nnz,
+                  zipf=args.zipf, multiclass=args.multiclass, seed=args.seed, name=Path(args.prefix).name)
+    train, test = split(ds, args.test_fraction, seed=args.seed)
+    for part, suffix in ((train, "train"), (test, "test")):
+        path = f"{args.prefix}_{suffix}.txt"
+        write_xc(path, part)
+        print(f"wrote {path}: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
+    return 0
+
+
+def _parse_sets(pairs: list[str]) -> dict:
+    values = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
+        try:
+            values[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key] = raw
+    return values
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .api import evaluate, train
+    from .data.registry import resolve
+    from .runs.sinks import JsonLinesSink
+
+    train_ds, test_ds = resolve(args.dataset, args.test)
+    params = _parse_sets(args.set)
+    params.update(init=args.init, loss=args.loss, C=args.C, eps=args.eps, normalize=not args.no_normalize)
+    recorder = JsonLinesSink(args.records) if args.records else None
+    model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
+                  progress=None if args.json else ProgressBar("labels"), **params)
+    summary = {"dataset": args.dataset, "solver": args.solver, "init": args.init, "loss": args.loss,
+               "threads": model.info["threads"], "n_train": train_ds.n,
+               "train_seconds": round(model.info["train_seconds"], 4),
+               "newton_iterations": model.info["newton_iterations"], "model_nnz": model.nnz}
+    if test_ds is not None:
+        summary["n_test"] = test_ds.n
+        summary.update({k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()})
+    if args.out:
+        model.info["summary"] = summary
+        model.save(args.out)
+        summary["model_dir"] = str(args.out)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(_table([(k, _fmt(v)) for k, v in summary.items()]))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .api import evaluate
+    from .data.registry import BUNDLED, load, load_files
+    from .models import SparseModel
+
+    model = SparseModel.load(args.model)
+    if args.dataset in BUNDLED and not Path(args.dataset).exists():
+        train_ds, test_ds = load(args.dataset)
+    else:
+        test_ds, _ = load_files(args.dataset)
+        train_ds = None
+    if test_ds.n_features > model.n_features and test_ds.X.nnz and test_ds.X.indices.max() >= model.n_features:
+        raise ValueError(f"{args.dataset} has feature index {int(test_ds.X.indices.max())}, "
+                         f"the model has {model.n_features} features")
+    if test_ds.n_labels != model.n_labels:
+        raise ValueError(f"{args.dataset} has {test_ds.n_labels} labels, the model has {model.n_labels}")
+    result = {k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()}
+    if args.json:
+        print(json.dumps({"model": str(args.model), "dataset": args.dataset, **result}))
+    else:
+        print(_table([(k, _fmt(v)) for k, v in result.items()]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="xcviz", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"xcviz {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("datasets", help="list the bundled data sets with N, D, L and label statistics")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("generate", help="write a synthetic XMC problem as PREFIX_train.txt and PREFIX_test.txt")
+    p.add_argument("prefix")
+    p.add_argument("--n", type=int, required=True, help="instances (train + test)")
+    p.add_argument("--d", type=int, required=True, help="features")
+    p.add_argument("--labels", type=int, required=True, help="labels (classes with --multiclass)")
+    p.add_argument("--multiclass", action="store_true", help="exactly one label per instance")
+    p.add_argument("--avg-labels", type=float, default=5.0, help="average labels per instance (default 5)")
+    p.add_argument("--avg-nnz", type=float, default=75.0, help="average non-zeros per row (default 75)")
+    p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of label frequencies (default 1)")
+    p.add_argument("--test-fraction", type=float, default=0.3, help="share of rows in the test file (default 0.3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("train", help="train a solver; prints metrics on the test split")
+    p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
+    p.add_argument("--test", help="test file for a training file given by path")
+    p.add_argument("--solver", default="dismec")
+    p.add_argument("--init", default="msi", help="zero | bias | ovap | msi (default msi)")
+    p.add_argument("--loss", default="squared_hinge", help="squared_hinge | logistic")
+    p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--eps", type=float, default=0.01)
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
+    p.add_argument("--out", help="save the model to this folder")
+    p.add_argument("--records", help="write every iteration record to this JSON-lines file")
+    p.add_argument("--json", action="store_true", help="print one JSON summary line instead of a table")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")
+    p.add_argument("model", help="model folder written by `xcviz train --out`")
+    p.add_argument("dataset", help="a bundled name (its test split) or a file")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except _USER_ERRORS as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"xcviz: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("xcviz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Numba kernels: numerics only, no UI, no I/O, no Python objects in hot loops."""

@@ -1,0 +1,435 @@
+"""Truncated-CG Newton for one-vs-all L2-regularised linear models (LIBLINEAR 2.4x `-s 2` / DiSMEC).
+
+Per label the objective is 0.5*||w||^2 + C * sum_i loss(y_i w.x_i), the bias coordinate optionally
+left out of the regulariser (LIBLINEAR `-R`). The Newton step solves H p = -g by preconditioned CG
+(diagonal preconditioner, alpha_pcg = 0.01, quadratic-model stopping rule with eps_cg = 0.5) and is
+followed by a backtracking line search (halving, eta = 0.01, at most 20 steps), exactly as
+LIBLINEAR's `newton.cpp`. For the squared hinge, Hessian-vector products run over the active set
+{i : y_i w.x_i < 1} only: the implicit negative mining that makes good initialisers fast.
+
+Stopping rule, the same for every initialiser: ||g(w)|| <= eps * max(1, min(#pos, #neg)) / n *
+||g(0)||, the gradient at w = 0, never at the starting point.
+
+`train_block` trains a block of labels in parallel (workers take labels dynamically, one
+workspace each); every label is computed by the same sequential code, so results do not depend on
+the number of threads. Per-iteration diagnostics are written into a preallocated
+(label x iteration x field) array; per-label summaries into a (label x field) array.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .atomic import fetch_add
+from .clock import monotonic_ns
+
+SQUARED_HINGE = 0
+LOGISTIC = 1
+
+INIT_ZERO = 0
+INIT_BIAS = 1
+INIT_VECTOR = 2
+INIT_MSI = 3
+
+ITER_FIELDS = ("wall", "seconds", "objective", "grad_norm", "active_set", "cg_steps", "step_size", "nnz")
+LABEL_FIELDS = ("iterations", "seconds", "n_pos", "objective", "objective_init", "grad_norm",
+                "grad_norm0", "status", "nnz", "wall")
+
+STATUS_CONVERGED = 0
+STATUS_MAX_ITER = 1
+STATUS_LINE_SEARCH_FAILED = 2
+STATUS_NO_PROGRESS = 3
+STATUS_NAMES = ("converged", "max_iter", "line_search_failed", "no_progress")
+
+_ALPHA_PCG = 0.01
+_ETA = 0.01
+_MAX_LINESEARCH = 20
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _loss(loss, m):
+    """Loss of margin m = y * w.x, without the factor C."""
+    if loss == SQUARED_HINGE:
+        d = 1.0 - m
+        return d * d if d > 0.0 else 0.0
+    if m >= 0.0:
+        return np.log1p(np.exp(-m))
+    return -m + np.log1p(np.exp(m))
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _xv(indptr, indices, data, v, out):
+    """out = X v over all rows."""
+    for i in range(out.shape[0]):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * v[indices[k]]
+        out[i] = acc
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _regularised_dot(a, b, reg_bias, bias_index):
+    """a.b without the bias coordinate when the bias is not regularised."""
+    acc = 0.0
+    for j in range(a.shape[0]):
+        acc += a[j] * b[j]
+    if bias_index >= 0 and not reg_bias:
+        acc -= a[bias_index] * b[bias_index]
+    return acc
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _loss_sum(loss, C, y, wx):
+    acc = 0.0
+    for i in range(wx.shape[0]):
+        acc += _loss(loss, y[i] * wx[i])
+    return C * acc
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef):
+    """g = grad L(w); fills the active set `act` and its Hessian weights; returns its size."""
+    for j in range(g.shape[0]):
+        g[j] = w[j]
+    nact = 0
+    for i in range(wx.shape[0]):
+        m = y[i] * wx[i]
+        if loss == SQUARED_HINGE:
+            if m >= 1.0:
+                continue
+            gc = 2.0 * C * y[i] * (m - 1.0)
+            hcoef[nact] = 2.0 * C
+        else:
+            sig = 1.0 / (1.0 + np.exp(-m))
+            gc = C * (sig - 1.0) * y[i]
+            hcoef[nact] = C * sig * (1.0 - sig)
+        act[nact] = i
+        nact += 1
+        for k in range(indptr[i], indptr[i + 1]):
+            g[indices[k]] += gc * data[k]
+    if bias_index >= 0 and not reg_bias:
+        g[bias_index] -= w[bias_index]
+    return nact
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _hess_vec(indptr, indices, data, act, nact, hcoef, d, reg_bias, bias_index, hd):
+    """hd = H d, summing over the active set only."""
+    for j in range(d.shape[0]):
+        hd[j] = d[j]
+    for a in range(nact):
+        i = act[a]
+        xd = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            xd += data[k] * d[indices[k]]
+        c = hcoef[a] * xd
+        for k in range(indptr[i], indptr[i + 1]):
+            hd[indices[k]] += c * data[k]
+    if bias_index >= 0 and not reg_bias:
+        hd[bias_index] -= d[bias_index]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _preconditioner(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, M):
+    for j in range(M.shape[0]):
+        M[j] = 1.0
+    if bias_index >= 0 and not reg_bias:
+        M[bias_index] = 0.0
+    for a in range(nact):
+        i = act[a]
+        for k in range(indptr[i], indptr[i + 1]):
+            M[indices[k]] += hcoef[a] * data[k] * data[k]
+    for j in range(M.shape[0]):
+        M[j] = (1.0 - _ALPHA_PCG) + _ALPHA_PCG * M[j]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _pcg(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, cg_eps, g, M, s, r, d, hd, z):
+    """Preconditioned CG on H s = -g with LIBLINEAR's quadratic-model stopping rule."""
+    dim = g.shape[0]
+    ztr = 0.0
+    for j in range(dim):
+        s[j] = 0.0
+        r[j] = -g[j]
+        z[j] = r[j] / M[j]
+        d[j] = z[j]
+        ztr += z[j] * r[j]
+    cgtol = min(cg_eps, np.sqrt(np.sqrt(ztr)))
+    max_cg = max(dim, 5)
+    q_old = 0.0
+    cg_iter = 0
+    while cg_iter < max_cg:
+        cg_iter += 1
+        _hess_vec(indptr, indices, data, act, nact, hcoef, d, reg_bias, bias_index, hd)
+        dhd = 0.0
+        for j in range(dim):
+            dhd += d[j] * hd[j]
+        if dhd <= 1.0e-16:
+            break
+        alpha = ztr / dhd
+        q_new = 0.0
+        for j in range(dim):
+            s[j] += alpha * d[j]
+            r[j] -= alpha * hd[j]
+            q_new += s[j] * (r[j] - g[j])
+        q_new *= -0.5
+        q_diff = q_new - q_old
+        if q_new > 0.0 or q_diff > 0.0:
+            break
+        if cg_iter * q_diff >= cgtol * q_new:
+            break
+        q_old = q_new
+        ztr_new = 0.0
+        for j in range(dim):
+            z[j] = r[j] / M[j]
+            ztr_new += z[j] * r[j]
+        beta = ztr_new / ztr
+        for j in range(dim):
+            d[j] = z[j] + beta * d[j]
+        ztr = ztr_new
+    return cg_iter
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f_old, wtw, reg_bias, bias_index):
+    """Backtracking line search along s; updates w and wx on success.
+
+    Returns (step, f_new, wTw_new); step = 0 means failure (w unchanged)."""
+    _xv(indptr, indices, data, s, xs)
+    sts = _regularised_dot(s, s, reg_bias, bias_index)
+    wts = _regularised_dot(w, s, reg_bias, bias_index)
+    gts = 0.0
+    for j in range(s.shape[0]):
+        gts += g[j] * s[j]
+    alpha = 1.0
+    for _ in range(_MAX_LINESEARCH):
+        acc = 0.0
+        for i in range(wx.shape[0]):
+            acc += _loss(loss, y[i] * (wx[i] + alpha * xs[i]))
+        f_new = C * acc + 0.5 * (alpha * alpha * sts + 2.0 * alpha * wts + wtw)
+        if f_new - f_old <= _ETA * alpha * gts:
+            for i in range(wx.shape[0]):
+                wx[i] += alpha * xs[i]
+            for j in range(w.shape[0]):
+                w[j] += alpha * s[j]
+            return alpha, f_new, wtw + alpha * alpha * sts + 2.0 * alpha * wts
+        alpha *= 0.5
+    return 0.0, f_old, wtw
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _norm(v):
+    acc = 0.0
+    for j in range(v.shape[0]):
+        acc += v[j] * v[j]
+    return np.sqrt(acc)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _count_nonzero(v):
+    c = 0
+    for j in range(v.shape[0]):
+        if v[j] != 0.0:
+            c += 1
+    return c
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, reg_bias, bias_index,
+           g, s, r, d, hd, z, M, wx, xs, hcoef, act, t0_ns, record, rec, summary):
+    """Minimise one label's objective from the starting point in `w` (updated in place).
+
+    rec[t] receives the diagnostics after Newton iteration t (t = 0: the starting point) when
+    `record` is true; summary receives LABEL_FIELDS (except n_pos, filled by the caller)."""
+    t_start = monotonic_ns()
+    _xv(indptr, indices, data, w, wx)
+    wtw = _regularised_dot(w, w, reg_bias, bias_index)
+    f = _loss_sum(loss, C, y, wx) + 0.5 * wtw
+    nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef)
+    gnorm = _norm(g)
+    f_init = f
+    t_prev = monotonic_ns()
+    if record:
+        rec[0, 0] = (t_prev - t0_ns) * 1e-9
+        rec[0, 1] = (t_prev - t_start) * 1e-9
+        rec[0, 2] = f
+        rec[0, 3] = gnorm
+        rec[0, 4] = nact
+        rec[0, 5] = 0.0
+        rec[0, 6] = 0.0
+        rec[0, 7] = _count_nonzero(w)
+    status = STATUS_CONVERGED
+    it = 0
+    if gnorm > tol:
+        status = STATUS_MAX_ITER
+        while it < max_iter:
+            _preconditioner(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, M)
+            cg_steps = _pcg(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, cg_eps,
+                            g, M, s, r, d, hd, z)
+            f_old = f
+            step, f, wtw = _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f, wtw,
+                                        reg_bias, bias_index)
+            if step == 0.0:
+                status = STATUS_LINE_SEARCH_FAILED
+                break
+            it += 1
+            nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef)
+            gnorm = _norm(g)
+            if record:
+                t_now = monotonic_ns()
+                rec[it, 0] = (t_now - t0_ns) * 1e-9
+                rec[it, 1] = (t_now - t_prev) * 1e-9
+                rec[it, 2] = f
+                rec[it, 3] = gnorm
+                rec[it, 4] = nact
+                rec[it, 5] = cg_steps
+                rec[it, 6] = step
+                rec[it, 7] = _count_nonzero(w)
+                t_prev = t_now
+            if gnorm <= tol:
+                status = STATUS_CONVERGED
+                break
+            if abs(f_old - f) <= 1.0e-12 * abs(f):
+                status = STATUS_NO_PROGRESS
+                break
+    t_end = monotonic_ns()
+    summary[0] = it
+    summary[1] = (t_end - t_start) * 1e-9
+    summary[3] = f
+    summary[4] = f_init
+    summary[5] = gnorm
+    summary[6] = gnorm0
+    summary[7] = status
+    summary[8] = _count_nonzero(w)
+    summary[9] = (t_end - t0_ns) * 1e-9
+    return it
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _msi_start(w, psum, npos, n, xbar, s_target, t_target):
+    """Mean-separating start: the min-norm w in span(p_mean, x_mean) with <w, p_mean> = s and
+    <w, n_mean> = t. Degenerate cases (no positives, no negatives, p_mean parallel to x_mean)
+    fall back to the min-norm vector meeting the one constraint that still makes sense."""
+    dim = w.shape[0]
+    nneg = n - npos
+    if npos == 0:
+        xx = 0.0
+        for j in range(dim):
+            xx += xbar[j] * xbar[j]
+        c = t_target / xx if xx > 0.0 else 0.0
+        for j in range(dim):
+            w[j] = c * xbar[j]
+        return
+    pp = 0.0
+    xp = 0.0
+    xx = 0.0
+    for j in range(dim):
+        pj = psum[j] / npos
+        pp += pj * pj
+        xp += pj * xbar[j]
+        xx += xbar[j] * xbar[j]
+    det = n * (pp * xx - xp * xp)
+    if nneg == 0 or det <= 1e-12 * n * pp * xx:
+        c = s_target / pp if pp > 0.0 else 0.0
+        for j in range(dim):
+            w[j] = c * psum[j] / npos
+        return
+    a = n * xx - npos * xp
+    b = n * xp - npos * pp
+    u = (s_target * a - xp * nneg * t_target) / det
+    v = (pp * nneg * t_target - s_target * b) / det
+    for j in range(dim):
+        w[j] = u * psum[j] / npos + v * xbar[j]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _train_label(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
+                 loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
+                 t0_ns, record, W_out, rec, summ, wsd, wsn, act):
+    """Set up label `labels[b]` (targets, gradient at zero, starting point) and run Newton."""
+    n = indptr.shape[0] - 1
+    dim = wsd.shape[1]
+    lab = labels[b]
+    w = W_out[b]
+    psum = wsd[8]
+    y = wsn[0]
+    for i in range(n):
+        y[i] = -1.0
+    for j in range(dim):
+        psum[j] = 0.0
+    p0 = pos_ptr[lab]
+    p1 = pos_ptr[lab + 1]
+    for q in range(p0, p1):
+        i = pos_rows[q]
+        y[i] = 1.0
+        for k in range(indptr[i], indptr[i + 1]):
+            psum[indices[k]] += data[k]
+    npos = p1 - p0
+    c0 = 2.0 * C if loss == SQUARED_HINGE else 0.5 * C
+    g0 = 0.0
+    for j in range(dim):
+        gj = c0 * (2.0 * psum[j] - colsum[j])
+        g0 += gj * gj
+    gnorm0 = np.sqrt(g0)
+    if init_mode == INIT_MSI:
+        _msi_start(w, psum, npos, n, init_vec, msi_s, msi_t)
+    elif init_mode == INIT_VECTOR:
+        for j in range(dim):
+            w[j] = init_vec[j]
+    else:
+        for j in range(dim):
+            w[j] = 0.0
+        if init_mode == INIT_BIAS and bias_index >= 0:
+            w[bias_index] = bias_weight
+    tol = eps * max(1, min(npos, n - npos)) / n * gnorm0
+    newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, reg_bias, bias_index,
+           wsd[0], wsd[1], wsd[2], wsd[3], wsd[4], wsd[5], wsd[6], wsn[1], wsn[2], wsn[3], act,
+           t0_ns, record, rec[b], summ[b])
+    summ[b, 2] = npos
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=True)
+def train_block(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
+                loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
+                t0_ns, record, n_workers, W_out, rec, summ):
+    """Train the labels in `labels`; W_out[b] gets label b's weights.
+
+    n_workers prange iterations each take the next untrained label from a shared atomic counter
+    (dynamic scheduling) and keep one workspace for all their labels. pos_ptr/pos_rows: the rows
+    where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR and
+    the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
+    n = indptr.shape[0] - 1
+    counter = np.zeros(1, np.int64)
+    for _worker in prange(n_workers):
+        wsd = np.empty((9, dim))
+        wsn = np.empty((4, n))
+        act = np.empty(n, np.int64)
+        while True:
+            b = fetch_add(counter, 0, 1)
+            if b >= labels.shape[0]:
+                break
+            _train_label(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
+                         loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
+                         t0_ns, record, W_out, rec, summ, wsd, wsn, act)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def train_all_negative(indptr, indices, data, dim, colsum, loss, C, eps, cg_eps, max_iter, reg_bias,
+                       bias_index, t0_ns):
+    """The OvA-Primal starting vector: the solution for a label with no positives.
+
+    `max_iter` below the default stops it early (the paper's appendix: an exactly converged
+    all-negative solution sits on the hinge, where Newton steps are poor)."""
+    n = indptr.shape[0] - 1
+    y = -np.ones(n)
+    w = np.zeros(dim)
+    work = np.empty((7, dim))
+    workn = np.empty((3, n))
+    act = np.empty(n, np.int64)
+    c0 = 2.0 * C if loss == SQUARED_HINGE else 0.5 * C
+    gnorm0 = c0 * _norm(colsum)
+    tol = eps / n * gnorm0
+    rec = np.empty((1, len(ITER_FIELDS)))
+    summary = np.empty(len(LABEL_FIELDS))
+    newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, reg_bias, bias_index,
+           work[0], work[1], work[2], work[3], work[4], work[5], work[6], workn[0], workn[1], workn[2],
+           act, t0_ns, False, rec, summary)
+    return w

@@ -1,0 +1,132 @@
+"""The sparse linear one-vs-all model: weights, the preprocessing it was trained with, save/load.
+
+A model is a folder: `weights.npz` (L x D feature weights, CSR, plus the per-label bias weights)
+and `model.json` (solver, parameters, preprocessing, shapes, training summary). The model owns its
+preprocessing, so `predict_topk` takes raw rows exactly as the training data was read.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data.transforms import l2_normalize
+from .engine.predict import predict_topk as _predict_topk_kernel
+from .engine.threads import using_threads
+
+FORMAT_VERSION = 1
+
+
+class ModelFormatError(ValueError):
+    """A model folder that is missing, incomplete or inconsistent."""
+
+
+@dataclass
+class SparseModel:
+    """L one-vs-all linear scorers: score(x, l) = weights[l] . x' + bias * bias_weights[l].
+
+    x' is x L2-normalised when `normalize` is true (as at training time)."""
+
+    weights: sp.csr_matrix
+    bias_weights: np.ndarray
+    bias: float = 1.0
+    normalize: bool = True
+    solver: str = "dismec"
+    params: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_labels(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        """Stored non-zero weights, bias weights included."""
+        return int(self.weights.nnz + np.count_nonzero(self.bias_weights))
+
+    def _prepare(self, X: sp.spmatrix) -> sp.csr_matrix:
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if X.shape[1] > self.n_features:
+            cols = X.indices[X.indices >= self.n_features]
+            if cols.size:
+                raise ValueError(
+                    f"input has feature index {int(cols.max())} but the model has {self.n_features} features")
+            X = X[:, : self.n_features]
+        elif X.shape[1] < self.n_features:
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], self.n_features))
+        if self.normalize:
+            X = l2_normalize(X)
+        X.sort_indices()
+        return X
+
+    def decision_function(self, X: sp.spmatrix) -> np.ndarray:
+        """Dense n x L scores (small problems, tests and teaching only)."""
+        X = self._prepare(X)
+        return np.asarray((X @ self.weights.T).todense()) + self.bias * self.bias_weights[None, :]
+
+    def predict_topk(self, X: sp.spmatrix, k: int = 5, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best labels of each row and their scores (n x k each, best first).
+
+        Runs a parallel numba kernel; ties go to the smaller label index."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        X = self._prepare(X)
+        wt = self.weights.T.tocsr()
+        wt.sort_indices()
+        with using_threads(threads) as count:
+            chunk = max(1, min(256, X.shape[0] // (4 * count)))
+            return _predict_topk_kernel(X.indptr, X.indices, X.data, wt.indptr, wt.indices, wt.data,
+                                        self.bias * self.bias_weights, k, chunk)
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the model folder (created if needed) and return its path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        w = self.weights.tocsr()
+        np.savez_compressed(folder / "weights.npz", indptr=w.indptr, indices=w.indices, data=w.data,
+                            shape=np.array(w.shape), bias_weights=self.bias_weights)
+        meta = {"format_version": FORMAT_VERSION, "solver": self.solver, "bias": self.bias,
+                "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
+                "nnz": self.nnz, "params": self.params, "info": self.info}
+        (folder / "model.json").write_text(json.dumps(meta, indent=2, default=_json_default))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "SparseModel":
+        """Read a model folder written by `save`; raises ModelFormatError naming what is wrong."""
+        folder = Path(folder)
+        meta_path, w_path = folder / "model.json", folder / "weights.npz"
+        for p in (folder, meta_path, w_path):
+            if not p.exists():
+                raise ModelFormatError(f"{p}: no such file or folder (not a saved xcviz model)")
+        try:
+            meta = json.loads(meta_path.read_text())
+            with np.load(w_path) as z:
+                weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+                bias_weights = z["bias_weights"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelFormatError(f"{folder}: unreadable model ({exc})") from exc
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ModelFormatError(f"{meta_path}: format_version {meta.get('format_version')!r}, "
+                                   f"this xcviz reads {FORMAT_VERSION}")
+        if bias_weights.shape != (weights.shape[0],):
+            raise ModelFormatError(f"{w_path}: bias_weights has shape {bias_weights.shape}, "
+                                   f"expected ({weights.shape[0]},)")
+        return cls(weights=weights, bias_weights=bias_weights, bias=float(meta["bias"]),
+                   normalize=bool(meta["normalize"]), solver=meta["solver"], params=meta.get("params", {}),
+                   info=meta.get("info", {}))
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -1,0 +1,39 @@
+"""Solver drivers, one per family, registered by name."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import param
+
+from .dismec import DismecParams, fit_dismec
+
+
+@dataclass(frozen=True)
+class Solver:
+    """A solver family: its parameter class and its fit function."""
+
+    name: str
+    params: type[param.Parameterized]
+    fit: Callable
+
+
+SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec)}
+
+
+def get_solver(name: str) -> Solver:
+    """The solver called `name`, or a ValueError listing the known ones."""
+    try:
+        return SOLVERS[name]
+    except KeyError:
+        raise ValueError(f"unknown solver {name!r}; known: {', '.join(SOLVERS)}") from None
+
+
+def make_params(solver: str, **values) -> param.Parameterized:
+    """The solver's parameter object; unknown names and out-of-bounds values raise ValueError."""
+    cls = get_solver(solver).params
+    unknown = sorted(set(values) - set(cls.param) - {"name"})
+    if unknown:
+        raise ValueError(f"unknown parameter(s) for {solver}: {', '.join(unknown)}; "
+                         f"known: {', '.join(k for k in cls.param if k != 'name')}")
+    return cls(**values)

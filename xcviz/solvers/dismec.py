@@ -1,0 +1,170 @@
+"""DiSMEC-style one-vs-all solver: parameters, the block loop around the Newton kernel, records.
+
+The driver preprocesses the data once (L2 rows, bias column), computes what the initialisers need
+(mean instance, the all-negative solution for OvA-Primal), then trains labels block by block on
+numba threads. After each block it prunes small weights, hands the block's records to the sink and
+reports progress.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import param
+import scipy.sparse as sp
+
+from ..data.transforms import add_bias, l2_normalize
+from ..engine import newton as K
+from ..engine.threads import using_threads
+from ..models import SparseModel
+
+INITS = ("zero", "bias", "ovap", "msi")
+LOSSES = ("squared_hinge", "logistic")
+_BLOCK_BYTES = 64 * 2**20
+
+
+class DismecParams(param.Parameterized):
+    """Parameters of the one-vs-all truncated-CG Newton solver (LIBLINEAR `-s 2` / DiSMEC)."""
+
+    init = param.Selector(default="msi", objects=list(INITS), doc=(
+        "Starting point: zero; bias (only the bias weight set); ovap (OvA-Primal: the solution of "
+        "the all-negative problem); msi (mean-separating: separates the positives' mean from the "
+        "negatives' mean)."))
+    loss = param.Selector(default="squared_hinge", objects=list(LOSSES), doc=(
+        "Binary loss: squared hinge max(0, 1 - m)^2 (LIBLINEAR -s 2) or logistic log(1 + e^-m) (-s 0)."))
+    C = param.Number(default=1.0, bounds=(1e-6, 1e6), doc="Weight of the loss against 0.5*||w||^2.")
+    eps = param.Number(default=0.01, bounds=(1e-8, 10.0), doc=(
+        "Stopping tolerance: ||g(w)|| <= eps * max(1, min(#pos, #neg)) / n * ||g(0)||."))
+    max_iter = param.Integer(default=1000, bounds=(1, 100000), doc="Newton iterations per label, at most.")
+    cg_eps = param.Number(default=0.5, bounds=(1e-6, 1.0), doc="Conjugate-gradient tolerance (LIBLINEAR eps_cg).")
+    bias = param.Number(default=1.0, bounds=(0.0, 1000.0), doc=(
+        "Value of the bias feature appended to every row (LIBLINEAR -B); 0 means no bias."))
+    regularize_bias = param.Boolean(default=False, doc=(
+        "Include the bias weight in the regulariser (off: LIBLINEAR -R, the DiSMEC++ default)."))
+    normalize = param.Boolean(default=True, doc="L2-normalise every row before training and prediction.")
+    prune_threshold = param.Number(default=0.01, bounds=(0.0, 100.0), doc=(
+        "After training, feature weights with |w| below this are dropped (bias weights are kept)."))
+    bias_weight = param.Number(default=-1.0, bounds=(-100.0, 100.0), doc=(
+        "Starting bias weight of the bias initialiser; the paper's scaled variants are -0.9 and -2."))
+    msi_s = param.Number(default=1.0, bounds=(-100.0, 100.0), doc="MSI target margin of the positives' mean.")
+    msi_t = param.Number(default=-2.0, bounds=(-100.0, 100.0), doc=(
+        "MSI target margin of the negatives' mean (the paper uses -3 with the logistic loss)."))
+    ovap_max_iter = param.Integer(default=1000, bounds=(1, 100000), doc=(
+        "Newton iterations for the all-negative problem of OvA-Primal; a small value (e.g. 2) stops "
+        "it early, which the paper recommends since its exact solution sits on the hinge."))
+
+    def to_dict(self) -> dict:
+        """The parameter values as a JSON-ready dict."""
+        return {k: v for k, v in self.param.values().items() if k != "name"}
+
+
+def _label_columns(labels: np.ndarray, summ: np.ndarray) -> dict[str, np.ndarray]:
+    cols = {"label": labels.astype(np.int64)}
+    for j, name in enumerate(K.LABEL_FIELDS):
+        cols[name] = summ[:, j]
+    for name in ("iterations", "n_pos", "status", "nnz"):
+        cols[name] = cols[name].astype(np.int64)
+    cols["converged"] = cols["status"] == K.STATUS_CONVERGED
+    return cols
+
+
+def _iteration_columns(labels: np.ndarray, summ: np.ndarray, rec: np.ndarray) -> dict[str, np.ndarray]:
+    iters = summ[:, 0].astype(np.int64)
+    mask = np.arange(rec.shape[1])[None, :] <= iters[:, None]
+    rows, its = np.nonzero(mask)
+    values = rec[rows, its]
+    cols = {"label": labels[rows].astype(np.int64), "iteration": its.astype(np.int64)}
+    for j, name in enumerate(K.ITER_FIELDS):
+        cols[name] = values[:, j]
+    for name in ("active_set", "cg_steps", "nnz"):
+        cols[name] = cols[name].astype(np.int64)
+    return cols
+
+
+def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
+    """The training matrix the kernels see: rows normalised if asked, bias column appended."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    if p.normalize:
+        X = l2_normalize(X)
+    X = add_bias(X, p.bias)
+    X.sort_indices()
+    return X
+
+
+def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
+               threads: int | None = None, recorder=None, run: str = "run",
+               progress: Callable[[int, int], None] | None = None) -> SparseModel:
+    """Train one Newton-solved linear classifier per label of Y (n x L) on X (n x D).
+
+    recorder: a sink (see xcviz.runs.sinks) or None for recording off. progress(done, total) is
+    called after every block of labels."""
+    p = params or DismecParams()
+    if p.init == "bias" and p.bias == 0:
+        raise ValueError("init='bias' needs a bias feature (bias > 0)")
+    t_start = time.monotonic()
+    t0_ns = time.monotonic_ns()
+    Y = sp.csc_matrix(Y)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    n, n_features = X.shape
+    n_labels = Y.shape[1]
+    Xb = preprocess(X, p)
+    dim = Xb.shape[1]
+    bias_index = dim - 1 if p.bias > 0 else -1
+    Y.sort_indices()
+    pos_ptr = Y.indptr.astype(np.int64)
+    pos_rows = Y.indices.astype(np.int64)
+    colsum = np.asarray(Xb.sum(axis=0)).ravel()
+    loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
+    record = recorder is not None
+    args = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
+
+    with using_threads(threads) as n_threads:
+        if recorder is not None:
+            recorder.begin({"run": run, "solver": "dismec", "params": p.to_dict(), "threads": n_threads,
+                            "n": n, "n_features": n_features, "n_labels": n_labels,
+                            "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
+        init_mode, init_vec = {"zero": (K.INIT_ZERO, colsum), "bias": (K.INIT_BIAS, colsum),
+                               "msi": (K.INIT_MSI, colsum / max(n, 1))}.get(p.init, (K.INIT_VECTOR, None))
+        if init_vec is None:
+            init_vec = K.train_all_negative(Xb.indptr, Xb.indices, Xb.data, dim, colsum, loss, p.C, p.eps,
+                                            p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
+        rec_len = p.max_iter + 1 if record else 1
+        per_label = 8 * (dim + rec_len * len(K.ITER_FIELDS))
+        block = int(max(1, min(n_labels, _BLOCK_BYTES // per_label, max(-(-n_labels // 10), 64 * n_threads))))
+        n_pos = np.diff(pos_ptr)
+        rows, cols, vals = [], [], []
+        bias_weights = np.zeros(n_labels)
+        iterations = 0
+        for start in range(0, n_labels, block):
+            labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
+            labels = labels[np.argsort(-n_pos[labels], kind="stable")]
+            W = np.zeros((labels.size, dim))
+            rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
+            summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
+            K.train_block(Xb.indptr, Xb.indices, Xb.data, dim, pos_ptr, pos_rows, labels, init_mode,
+                          init_vec, colsum, *args, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
+                          n_threads, W, rec, summ)
+            iterations += int(summ[:, 0].sum())
+            if bias_index >= 0:
+                bias_weights[labels] = W[:, bias_index]
+                W = W[:, :n_features]
+            r, c = np.nonzero((np.abs(W) >= p.prune_threshold) & (W != 0.0))
+            rows.append(labels[r])
+            cols.append(c)
+            vals.append(W[r, c])
+            if recorder is not None:
+                recorder.write("iteration", _iteration_columns(labels, summ, rec))
+                recorder.write("label", _label_columns(labels, summ))
+            if progress is not None:
+                progress(int(labels.size + start), n_labels)
+    weights = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                            shape=(n_labels, n_features))
+    seconds = time.monotonic() - t_start
+    info = {"train_seconds": seconds, "newton_iterations": iterations, "threads": n_threads, "n_train": n}
+    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
+                        solver="dismec", params=p.to_dict(), info=info)
+    if recorder is not None:
+        recorder.end({**info, "model_nnz": model.nnz})
+    return model
