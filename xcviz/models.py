@@ -82,7 +82,8 @@ class SparseModel:
         wt.sort_indices()
         with using_threads(threads) as count:
             chunk = max(1, min(256, X.shape[0] // (4 * count)))
-            return _predict_topk_kernel(X.indptr, X.indices, X.data, wt.indptr, wt.indices, wt.data,
+            return _predict_topk_kernel(X.indptr.astype(np.uint64), X.indices.astype(np.uint32), X.data,
+                                        wt.indptr.astype(np.uint64), wt.indices.astype(np.uint32), wt.data,
                                         self.bias * self.bias_weights, k, chunk)
 
     def save(self, folder: str | Path) -> Path:

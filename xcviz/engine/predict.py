@@ -2,7 +2,8 @@
 
 Scores are X W^T + bias; W is given feature-major (CSR of W^T) so that each row of X visits only
 the labels that share a feature with it. Ties are broken towards the smaller label index, so the
-result does not depend on the number of threads or on the chunking.
+result does not depend on the number of threads or on the chunking. Index arrays are best passed
+unsigned (uint64 indptr, uint32 indices), which spares numba's wraparound checks.
 """
 import numpy as np
 from numba import njit, prange

@@ -111,6 +111,8 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     n_labels = Y.shape[1]
     Xb = preprocess(X, p)
     dim = Xb.shape[1]
+    # unsigned index arrays: numba then skips negative-index wraparound in the inner loops (~2x)
+    x_ptr, x_idx = Xb.indptr.astype(np.uint64), Xb.indices.astype(np.uint32)
     bias_index = dim - 1 if p.bias > 0 else -1
     Y.sort_indices()
     pos_ptr = Y.indptr.astype(np.int64)
@@ -128,7 +130,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         init_mode, init_vec = {"zero": (K.INIT_ZERO, colsum), "bias": (K.INIT_BIAS, colsum),
                                "msi": (K.INIT_MSI, colsum / max(n, 1))}.get(p.init, (K.INIT_VECTOR, None))
         if init_vec is None:
-            init_vec = K.train_all_negative(Xb.indptr, Xb.indices, Xb.data, dim, colsum, loss, p.C, p.eps,
+            init_vec = K.train_all_negative(x_ptr, x_idx, Xb.data, dim, colsum, loss, p.C, p.eps,
                                             p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
         rec_len = p.max_iter + 1 if record else 1
         per_label = 8 * (dim + rec_len * len(K.ITER_FIELDS))
@@ -143,7 +145,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
             W = np.zeros((labels.size, dim))
             rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
             summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
-            K.train_block(Xb.indptr, Xb.indices, Xb.data, dim, pos_ptr, pos_rows, labels, init_mode,
+            K.train_block(x_ptr, x_idx, Xb.data, dim, pos_ptr, pos_rows, labels, init_mode,
                           init_vec, colsum, *args, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
                           n_threads, W, rec, summ)
             iterations += int(summ[:, 0].sum())
