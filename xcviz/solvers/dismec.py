@@ -1,21 +1,21 @@
 """DiSMEC-style one-vs-all solver: parameters, the block loop around the Newton kernel, records.
 
-The driver preprocesses the data once (L2 rows, bias column), computes what the initialisers need
-(mean instance, the all-negative solution for OvA-Primal), then trains labels block by block on
-numba threads. After each block it prunes small weights, hands the block's records to the sink and
-reports progress.
+The driver prepares the training rows once (L2 rows, bias column, unsigned indices), computes what
+the initialisers need (mean instance, the all-negative solution for OvA-Primal), then trains labels
+block by block on numba threads. After each block it prunes small weights into CSR pieces, hands
+the block's records to the sink and reports progress.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import param
 import scipy.sparse as sp
 
-from ..data.transforms import add_bias, l2_normalize
 from ..engine import newton as K
+from ..engine.sparse import prepare_rows, prune_block
 from ..engine.threads import using_threads
 from ..models import SparseModel
 
@@ -82,14 +82,26 @@ def _iteration_columns(labels: np.ndarray, summ: np.ndarray, rec: np.ndarray) ->
     return cols
 
 
-def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
-    """The training matrix the kernels see: rows normalised if asked, bias column appended."""
+class _TrainingRows(NamedTuple):
+    """The training matrix as the kernels take it (see engine.sparse.prepare_rows)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    colsum: np.ndarray
+
+
+def _training_rows(X: sp.spmatrix, p: DismecParams) -> _TrainingRows:
     X = sp.csr_matrix(X, dtype=np.float64)
-    if p.normalize:
-        X = l2_normalize(X)
-    X = add_bias(X, p.bias)
     X.sort_indices()
-    return X
+    return _TrainingRows(*prepare_rows(X.indptr, X.indices, X.data, X.shape[1], p.normalize, float(p.bias)))
+
+
+def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
+    """The training matrix the kernels see, as scipy CSR: rows normalised if asked, bias column appended."""
+    rows = _training_rows(X, p)
+    return sp.csr_matrix((rows.data, rows.indices.astype(np.int32), rows.indptr.astype(np.int64)),
+                         shape=(X.shape[0], rows.colsum.shape[0]))
 
 
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
@@ -102,71 +114,69 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
-    t_start = time.monotonic()
-    t0_ns = time.monotonic_ns()
-    Y = sp.csc_matrix(Y)
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    t_start = time.monotonic()
+    t0_ns = time.monotonic_ns()
     n, n_features = X.shape
     n_labels = Y.shape[1]
-    Xb = preprocess(X, p)
-    dim = Xb.shape[1]
-    # unsigned index arrays: numba then skips negative-index wraparound in the inner loops (~2x)
-    x_ptr, x_idx = Xb.indptr.astype(np.uint64), Xb.indices.astype(np.uint32)
+    rows = _training_rows(X, p)
+    dim = rows.colsum.shape[0]
+    Yc = sp.csc_matrix(Y)
+    Yc.sort_indices()
+    pos_ptr, pos_rows = Yc.indptr, Yc.indices
+    n_pos = np.diff(pos_ptr)
     bias_index = dim - 1 if p.bias > 0 else -1
-    Y.sort_indices()
-    pos_ptr = Y.indptr.astype(np.int64)
-    pos_rows = Y.indices.astype(np.int64)
-    colsum = np.asarray(Xb.sum(axis=0)).ravel()
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
+    solve = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
     record = recorder is not None
-    args = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
+    rec_len = p.max_iter + 1 if record else 1
 
     with using_threads(threads) as n_threads:
-        if recorder is not None:
+        if record:
             recorder.begin({"run": run, "solver": "dismec", "params": p.to_dict(), "threads": n_threads,
                             "n": n, "n_features": n_features, "n_labels": n_labels,
                             "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
-        init_mode, init_vec = {"zero": (K.INIT_ZERO, colsum), "bias": (K.INIT_BIAS, colsum),
-                               "msi": (K.INIT_MSI, colsum / max(n, 1))}.get(p.init, (K.INIT_VECTOR, None))
-        if init_vec is None:
-            init_vec = K.train_all_negative(x_ptr, x_idx, Xb.data, dim, colsum, loss, p.C, p.eps,
-                                            p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
-        rec_len = p.max_iter + 1 if record else 1
+        if p.init == "ovap":
+            init_mode = K.INIT_VECTOR
+            init_vec = K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C,
+                                            p.eps, p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
+        else:
+            init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
+            init_vec = rows.colsum / max(n, 1)
         per_label = 8 * (dim + rec_len * len(K.ITER_FIELDS))
         block = int(max(1, min(n_labels, _BLOCK_BYTES // per_label, max(-(-n_labels // 10), 64 * n_threads))))
-        n_pos = np.diff(pos_ptr)
-        rows, cols, vals = [], [], []
+        counts, indices, values = [], [], []
         bias_weights = np.zeros(n_labels)
         iterations = 0
         for start in range(0, n_labels, block):
             labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
+            # heaviest labels first, so that no worker is left with a head label at the end
             labels = labels[np.argsort(-n_pos[labels], kind="stable")]
             W = np.zeros((labels.size, dim))
             rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
             summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
-            K.train_block(x_ptr, x_idx, Xb.data, dim, pos_ptr, pos_rows, labels, init_mode,
-                          init_vec, colsum, *args, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
+            K.train_block(rows.indptr, rows.indices, rows.data, dim, pos_ptr, pos_rows, labels, init_mode,
+                          init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
                           n_threads, W, rec, summ)
             iterations += int(summ[:, 0].sum())
             if bias_index >= 0:
                 bias_weights[labels] = W[:, bias_index]
-                W = W[:, :n_features]
-            r, c = np.nonzero((np.abs(W) >= p.prune_threshold) & (W != 0.0))
-            rows.append(labels[r])
-            cols.append(c)
-            vals.append(W[r, c])
-            if recorder is not None:
+            c, i, v = prune_block(W, np.argsort(labels), n_features, p.prune_threshold)
+            counts.append(c)
+            indices.append(i)
+            values.append(v)
+            if record:
                 recorder.write("iteration", _iteration_columns(labels, summ, rec))
                 recorder.write("label", _label_columns(labels, summ))
             if progress is not None:
-                progress(int(labels.size + start), n_labels)
-    weights = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                            shape=(n_labels, n_features))
-    seconds = time.monotonic() - t_start
-    info = {"train_seconds": seconds, "newton_iterations": iterations, "threads": n_threads, "n_train": n}
+                progress(int(start + labels.size), n_labels)
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
+    weights = sp.csr_matrix((np.concatenate(values), np.concatenate(indices), indptr), shape=(n_labels, n_features))
+    info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": iterations, "threads": n_threads,
+            "n_train": n}
     model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
                         solver="dismec", params=p.to_dict(), info=info)
-    if recorder is not None:
+    if record:
         recorder.end({**info, "model_nnz": model.nnz})
     return model

@@ -1,0 +1,42 @@
+"""Median-and-band plots over labels (the figures of the MSI paper), one colour per run."""
+from __future__ import annotations
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend that .opts() styles)
+import pandas as pd
+
+from ..runs.aggregate import quantile_bands
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def run_colors(names) -> dict[str, str]:
+    """A stable colour per run name, in the order given."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration", label: str | None = None,
+              logy: bool = False, quantiles: tuple[float, float] = (0.05, 0.95)) -> hv.Overlay:
+    """Median of `field` over labels (line) and its quantile band (shaded), per run, against `by`."""
+    colors = run_colors(runs)
+    lo, hi = (int(round(100 * q)) for q in quantiles)
+    elements = []
+    for name, records in runs.items():
+        bands = quantile_bands(records, field, by=by, quantiles=quantiles)
+        elements.append(hv.Area(bands, by, ["lower", "upper"], label=name).opts(
+            color=colors[name], alpha=0.2, line_alpha=0))
+        elements.append(hv.Curve(bands, by, ("median", label or field), label=name).opts(
+            color=colors[name], line_width=2))
+    title = f"{label or field}: median and {lo}-{hi}% band over labels"
+    return hv.Overlay(elements).opts(title=title, logy=logy, width=460, height=300, legend_position="top_right",
+                                     show_grid=True)
+
+
+def scatter_by_run(frames: dict[str, pd.DataFrame], x: str, y: str, *, logx: bool = False,
+                   logy: bool = False) -> hv.Overlay:
+    """One point per row (e.g. per label) of each run, coloured by run."""
+    colors = run_colors(frames)
+    points = [hv.Scatter(df, x, y, label=name).opts(color=colors[name], alpha=0.6, size=4)
+              for name, df in frames.items()]
+    return hv.Overlay(points).opts(title=f"{y} against {x}", logx=logx, logy=logy, width=460, height=300,
+                                   legend_position="top_left", show_grid=True)
