@@ -1,10 +1,11 @@
 # Two commands set everything up on a fresh machine: `make demo` (until the dashboard lands) and `make test`.
+# `make bench` writes BENCHMARKS.md; `make lab` opens the notebooks.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench lab clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --out BENCHMARKS.md

@@ -41,3 +41,12 @@ def test_estimator_fit_predict_params(problem):
     assert labels.shape == (500, 3) and np.all(np.diff(scores, axis=1) <= 0)
     assert est.score(problem.X, problem.Y, k=1) > 0.5  # training P@1 on a learnable problem
     assert est.n_labels_ == 25 and est.n_features_in_ == 200
+
+
+def test_empty_problems_are_refused(problem):
+    with pytest.raises(ValueError, match="nothing to train"):
+        xcviz.train((problem.X[:0], problem.Y[:0]))
+    with pytest.raises(ValueError, match="nothing to train"):
+        xcviz.train((problem.X, problem.Y[:, :0]))
+    with pytest.raises(ValueError, match="rows but Y has"):
+        xcviz.train((problem.X, problem.Y[:10]))

@@ -12,6 +12,7 @@ def test_band_plot_elements_hold_the_bands():
     curves = [e for e in plot if type(e) is hv.Curve]  # hv.Area subclasses hv.Curve
     assert len(areas) == len(curves) == 2
     assert list(curves[0].dimension_values(1)) == [15.0, 6.0]
+    assert curves[0].vdims[0].name == "active_set"
     assert list(curves[1].dimension_values(1)) == [7.5, 3.0]
     colors = run_colors(["zero", "msi"])
     assert curves[0].opts.get().kwargs["color"] == colors["zero"] != colors["msi"]

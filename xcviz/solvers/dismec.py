@@ -116,6 +116,8 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    if X.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     n, n_features = X.shape

@@ -20,16 +20,18 @@ def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration
     """Median of `field` over labels (line) and its quantile band (shaded), per run, against `by`."""
     colors = run_colors(runs)
     lo, hi = (int(round(100 * q)) for q in quantiles)
+    # one y dimension per field: plots of the same field share their axis, other plots do not
+    y = hv.Dimension(field, label=label or field)
+    upper = f"{field} (upper)"
     elements = []
     for name, records in runs.items():
         bands = quantile_bands(records, field, by=by, quantiles=quantiles)
-        elements.append(hv.Area(bands, by, ["lower", "upper"], label=name).opts(
-            color=colors[name], alpha=0.2, line_alpha=0))
-        elements.append(hv.Curve(bands, by, ("median", label or field), label=name).opts(
+        elements.append(hv.Area(bands.rename(columns={"lower": field, "upper": upper}), by, [y, upper],
+                                label=name).opts(color=colors[name], alpha=0.2, line_alpha=0))
+        elements.append(hv.Curve(bands.rename(columns={"median": field}), by, y, label=name).opts(
             color=colors[name], line_width=2))
-    title = f"{label or field}: median and {lo}-{hi}% band over labels"
-    return hv.Overlay(elements).opts(title=title, logy=logy, width=460, height=300, legend_position="top_right",
-                                     show_grid=True)
+    return hv.Overlay(elements).opts(title=f"{label or field} (median, {lo}-{hi}% band)", logy=logy, width=470,
+                                     height=300, legend_position="top_right", show_grid=True)
 
 
 def scatter_by_run(frames: dict[str, pd.DataFrame], x: str, y: str, *, logx: bool = False,
