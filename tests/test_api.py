@@ -50,3 +50,15 @@ def test_empty_problems_are_refused(problem):
         xcviz.train((problem.X, problem.Y[:, :0]))
     with pytest.raises(ValueError, match="rows but Y has"):
         xcviz.train((problem.X, problem.Y[:10]))
+
+
+def test_multiclass_evaluation_adds_accuracy_and_macro_f1():
+    from xcviz.data.synthetic import split
+
+    train, test = split(generate(900, 150, 6, multiclass=True, avg_nnz=12, seed=5), 0.3, seed=5)
+    model = xcviz.train(train, threads=1)
+    scores = xcviz.evaluate(model, test, train)
+    top1, _ = model.predict_topk(test.X, k=1)
+    assert scores["accuracy"] == pytest.approx(100 * np.mean(top1[:, 0] == test.Y.indices))
+    assert scores["accuracy"] == pytest.approx(scores["p@1"])
+    assert 0 < scores["macro_f1"] <= 100

@@ -39,10 +39,15 @@ def train(dataset, solver: str = "dismec", init: str = "msi", loss: str = "squar
 def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
              threads: int | None = None) -> dict[str, float]:
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
-    for its propensities), in percent."""
+    for its propensities), in percent; for a multi-class test split also accuracy and macro-F1."""
     topk, _ = model.predict_topk(test.X, k=max(ks), threads=threads)
     inv_prop = 1.0 / metrics.propensities(train.Y) if train is not None else None
-    return metrics.evaluate(test.Y, topk, ks=ks, inv_prop=inv_prop)
+    result = metrics.evaluate(test.Y, topk, ks=ks, inv_prop=inv_prop)
+    if test.is_multiclass:
+        truth = test.Y.indices
+        result["accuracy"] = 100.0 * metrics.accuracy(truth, topk[:, 0])
+        result["macro_f1"] = 100.0 * metrics.macro_f1(truth, topk[:, 0])
+    return result
 
 
 class OneVsAllClassifier:

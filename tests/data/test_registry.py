@@ -53,3 +53,12 @@ def test_libsvm_pair_shares_one_label_map():
     assert heldout.n_labels == test.n_labels == 105
     assert heldout.is_multiclass and test.is_multiclass
     np.testing.assert_allclose(np.sqrt(heldout.X.multiply(heldout.X).sum(axis=1)), 1.0, atol=1e-4)
+
+
+def test_libsvm_test_file_with_unseen_class_and_feature_widens_both(tmp_path):
+    (tmp_path / "tr.txt").write_text("3 1:1 2:0.5\n7 2:1\n")
+    (tmp_path / "te.txt").write_text("7 1:1\n9 5:2\n")
+    train, test = load_files(tmp_path / "tr.txt", tmp_path / "te.txt")
+    assert train.n_features == test.n_features == 5
+    assert train.n_labels == test.n_labels == 3  # classes 3, 7, 9 -> columns 0, 1, 2
+    assert list(test.Y.indices) == [1, 2] and train.Y[:, 2].nnz == 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import scipy.sparse as sp
+
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import detect_format, load_cached, read_libsvm
@@ -44,34 +46,34 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
                n_features: int | None = None) -> tuple[Dataset, Dataset | None]:
     """A training file and an optional test file, XC text or LIBSVM (detected), gz/xz or plain.
 
-    XC files go through the npz cache. LIBSVM label values are mapped to columns by the training
-    file's map, so both splits agree; the test split gets the training split's width."""
+    XC files go through the npz cache, and their headers fix D and L: a test file reaching beyond
+    the training file's is refused. LIBSVM files declare neither: the test file uses the training
+    file's label map, and both splits are widened to the larger D and L (unless `n_features` is
+    given), so a feature or class seen only in the test split is simply never predicted."""
     if detect_format(train_path) == "libsvm":
         train, label_map = read_libsvm(train_path, n_features=n_features)
         if test_path is None:
             return train, None
-        test, _ = read_libsvm(test_path, n_features=n_features, label_map=label_map)
-    else:
-        train = load_cached(train_path)
-        if test_path is None:
-            return train, None
-        test = load_cached(test_path)
-    return train, _conform(test, train)
+        test, label_map = read_libsvm(test_path, n_features=n_features, label_map=label_map)
+        width = max(train.n_features, test.n_features)
+        return _reshaped(train, width, len(label_map)), _reshaped(test, width, len(label_map))
+    train = load_cached(train_path)
+    if test_path is None:
+        return train, None
+    test = load_cached(test_path)
+    for what, got, limit, index in (("feature", test.n_features, train.n_features, test.X.indices),
+                                    ("label", test.n_labels, train.n_labels, test.Y.indices)):
+        if got > limit and index.size and index.max() >= limit:
+            raise DatasetFormatError(str(test.path), None, f"has {what} index {int(index.max())}, "
+                                     f"but the training file has only {limit} {what}s")
+    return train, _reshaped(test, train.n_features, train.n_labels)
 
 
-def _conform(test: Dataset, train: Dataset) -> Dataset:
-    """Give the test split the training split's width; refuse a test split that is wider."""
-    import scipy.sparse as sp
-
-    if test.n_features > train.n_features and test.X.nnz and test.X.indices.max() >= train.n_features:
-        raise DatasetFormatError(str(test.path), None, f"has feature index {int(test.X.indices.max())}, "
-                                 f"but the training file has only {train.n_features} features")
-    if test.n_labels > train.n_labels and test.Y.nnz and test.Y.indices.max() >= train.n_labels:
-        raise DatasetFormatError(str(test.path), None, f"has label index {int(test.Y.indices.max())}, "
-                                 f"but the training file has only {train.n_labels} labels")
-    X = sp.csr_matrix((test.X.data, test.X.indices, test.X.indptr), shape=(test.n, train.n_features))
-    Y = sp.csr_matrix((test.Y.data, test.Y.indices, test.Y.indptr), shape=(test.n, train.n_labels))
-    return Dataset(X=X, Y=Y, name=test.name, path=test.path)
+def _reshaped(ds: Dataset, n_features: int, n_labels: int) -> Dataset:
+    """The same rows with X n x n_features and Y n x n_labels (indices must fit)."""
+    X = sp.csr_matrix((ds.X.data, ds.X.indices, ds.X.indptr), shape=(ds.n, n_features))
+    Y = sp.csr_matrix((ds.Y.data, ds.Y.indices, ds.Y.indptr), shape=(ds.n, n_labels))
+    return Dataset(X=X, Y=Y, name=ds.name, path=ds.path)
 
 
 def resolve(spec: str, test: str | None = None) -> tuple[Dataset, Dataset | None]:
