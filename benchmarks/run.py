@@ -63,7 +63,7 @@ def bench_dataset(name: str, repeats: int) -> dict:
     for init in INITS:
         params = DismecParams(init=init)
         fit_dismec(train.X, train.Y, params, threads=THREADS)  # warm-up: JIT cache load
-        t, model = _median_time(lambda: fit_dismec(train.X, train.Y, params, threads=THREADS), repeats)
+        t, model = _median_time(lambda p=params: fit_dismec(train.X, train.Y, p, threads=THREADS), repeats)
         topk, _ = model.predict_topk(test.X, k=5)
         rows[init] = {"seconds": t, "p@k": _pk(test.Y, topk), "nnz": model.nnz,
                       "iterations": model.info["newton_iterations"]}

@@ -10,7 +10,7 @@ from . import metrics
 from .data.dataset import Dataset
 from .data.registry import resolve
 from .models import SparseModel
-from .solvers import get_solver, make_params
+from .solvers import get_solver, make_params, param_dict
 
 
 def _as_dataset(dataset) -> Dataset:
@@ -59,8 +59,7 @@ class OneVsAllClassifier:
     def __init__(self, solver: str = "dismec", threads: int | None = None, **params) -> None:
         self.solver = solver
         self.threads = threads
-        self._params = make_params(solver, **params).param.values()
-        self._params.pop("name", None)
+        self._params = param_dict(make_params(solver, **params))
 
     def get_params(self, deep: bool = True) -> dict:
         return {"solver": self.solver, "threads": self.threads, **self._params}

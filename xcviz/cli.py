@@ -139,9 +139,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         test_ds, _ = load_files(args.dataset)
         train_ds = None
-    if test_ds.n_features > model.n_features and test_ds.X.nnz and test_ds.X.indices.max() >= model.n_features:
-        raise ValueError(f"{args.dataset} has feature index {int(test_ds.X.indices.max())}, "
-                         f"the model has {model.n_features} features")
     if test_ds.n_labels != model.n_labels:
         raise ValueError(f"{args.dataset} has {test_ds.n_labels} labels, the model has {model.n_labels}")
     result = {k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()}

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .data.transforms import l2_normalize
 from .engine.predict import predict_topk as _predict_topk_kernel
+from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
 
 FORMAT_VERSION = 1
@@ -51,25 +51,25 @@ class SparseModel:
         """Stored non-zero weights, bias weights included."""
         return int(self.weights.nnz + np.count_nonzero(self.bias_weights))
 
-    def _prepare(self, X: sp.spmatrix) -> sp.csr_matrix:
+    def _rows(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """X as the kernels take it (indptr, unsigned indices, data), preprocessed as at training:
+        by the same kernel, so training and prediction normalise rows identically."""
         X = sp.csr_matrix(X, dtype=np.float64)
         if X.shape[1] > self.n_features:
             cols = X.indices[X.indices >= self.n_features]
             if cols.size:
                 raise ValueError(
                     f"input has feature index {int(cols.max())} but the model has {self.n_features} features")
-            X = X[:, : self.n_features]
-        elif X.shape[1] < self.n_features:
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], self.n_features))
-        if self.normalize:
-            X = l2_normalize(X)
         X.sort_indices()
-        return X
+        indptr, indices, data, _ = prepare_rows(X.indptr, X.indices, X.data, self.n_features, self.normalize, 0.0)
+        return indptr, indices, data
 
     def decision_function(self, X: sp.spmatrix) -> np.ndarray:
         """Dense n x L scores (small problems, tests and teaching only)."""
-        X = self._prepare(X)
-        return np.asarray((X @ self.weights.T).todense()) + self.bias * self.bias_weights[None, :]
+        indptr, indices, data = self._rows(X)
+        rows = sp.csr_matrix((data, indices.astype(np.int32), indptr.astype(np.int64)),
+                             shape=(X.shape[0], self.n_features))
+        return np.asarray((rows @ self.weights.T).todense()) + self.bias * self.bias_weights[None, :]
 
     def predict_topk(self, X: sp.spmatrix, k: int = 5, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The k best labels of each row and their scores (n x k each, best first).
@@ -77,14 +77,14 @@ class SparseModel:
         Runs a parallel numba kernel; ties go to the smaller label index."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        X = self._prepare(X)
+        indptr, indices, data = self._rows(X)
         wt = self.weights.T.tocsr()
         wt.sort_indices()
         with using_threads(threads) as count:
             chunk = max(1, min(256, X.shape[0] // (4 * count)))
-            return _predict_topk_kernel(X.indptr.astype(np.uint64), X.indices.astype(np.uint32), X.data,
-                                        wt.indptr.astype(np.uint64), wt.indices.astype(np.uint32), wt.data,
-                                        self.bias * self.bias_weights, k, chunk)
+            return _predict_topk_kernel(indptr, indices, data, wt.indptr.astype(np.uint64),
+                                        wt.indices.astype(np.uint32), wt.data, self.bias * self.bias_weights,
+                                        k, chunk)
 
     def save(self, folder: str | Path) -> Path:
         """Write the model folder (created if needed) and return its path."""

@@ -7,6 +7,7 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
+from .params import param_dict
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,8 @@ class Solver:
     params: type[param.Parameterized]
     fit: Callable
 
+
+__all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec)}
 

@@ -18,6 +18,7 @@ from ..engine import newton as K
 from ..engine.sparse import prepare_rows, prune_block
 from ..engine.threads import using_threads
 from ..models import SparseModel
+from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
@@ -53,10 +54,6 @@ class DismecParams(param.Parameterized):
     ovap_max_iter = param.Integer(default=1000, bounds=(1, 100000), doc=(
         "Newton iterations for the all-negative problem of OvA-Primal; a small value (e.g. 2) stops "
         "it early, which the paper recommends since its exact solution sits on the hinge."))
-
-    def to_dict(self) -> dict:
-        """The parameter values as a JSON-ready dict."""
-        return {k: v for k, v in self.param.values().items() if k != "name"}
 
 
 def _label_columns(labels: np.ndarray, summ: np.ndarray) -> dict[str, np.ndarray]:
@@ -136,7 +133,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
 
     with using_threads(threads) as n_threads:
         if record:
-            recorder.begin({"run": run, "solver": "dismec", "params": p.to_dict(), "threads": n_threads,
+            recorder.begin({"run": run, "solver": "dismec", "params": param_dict(p), "threads": n_threads,
                             "n": n, "n_features": n_features, "n_labels": n_labels,
                             "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
         if p.init == "ovap":
@@ -178,7 +175,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": iterations, "threads": n_threads,
             "n_train": n}
     model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
-                        solver="dismec", params=p.to_dict(), info=info)
+                        solver="dismec", params=param_dict(p), info=info)
     if record:
         recorder.end({**info, "model_nnz": model.nnz})
     return model
