@@ -77,3 +77,12 @@ def test_malformed_training_file_names_file_and_line(capsys, tmp_path):
 def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "xcviz.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("xcviz ")
+
+
+def test_train_ppdsparse_json(capsys):
+    code, out, _ = _run(capsys, "train", "bibtex", "--solver", "ppdsparse", "--lam", "0.3", "--threads", "2", "--json")
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and summary["solver"] == "ppdsparse" and summary["init"] is None
+    assert summary["outer_iterations"] > 159 and summary["p@1"] > 63
+    code, _, err = _run(capsys, "train", "bibtex", "--solver", "ppdsparse", "--init", "msi")
+    assert code == 2 and "unknown parameter" in err and "init" in err

@@ -24,13 +24,15 @@ def _as_dataset(dataset) -> Dataset:
                     f"not {type(dataset).__name__}")
 
 
-def train(dataset, solver: str = "dismec", init: str = "msi", loss: str = "squared_hinge", C: float = 1.0,
-          threads: int | None = None, recorder=None, progress: Callable[[int, int], None] | None = None,
-          **params) -> SparseModel:
+def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
+          C: float | None = None, threads: int | None = None, recorder=None,
+          progress: Callable[[int, int], None] | None = None, **params) -> SparseModel:
     """Train `solver` on a data set: a Dataset, an (X, Y) pair, a bundled name (its training split)
-    or a file path. Other solver parameters go in **params (see the solver's parameter class)."""
+    or a file path. Unset arguments take the solver's defaults (dismec: init "msi", squared hinge,
+    C = 1); other solver parameters go in **params (see the solver's parameter class)."""
     ds = _as_dataset(dataset)
-    p = make_params(solver, init=init, loss=loss, C=C, **params)
+    given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
+    p = make_params(solver, **given, **params)
     model = get_solver(solver).fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress)
     model.info["dataset"] = ds.name
     return model

@@ -106,14 +106,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     train_ds, test_ds = resolve(args.dataset, args.test)
     params = _parse_sets(args.set)
-    params.update(init=args.init, loss=args.loss, C=args.C, eps=args.eps, normalize=not args.no_normalize)
+    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam}
+    params.update({k: v for k, v in chosen.items() if v is not None})
+    if args.no_normalize:
+        params["normalize"] = False
     recorder = JsonLinesSink(args.records) if args.records else None
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("labels"), **params)
-    summary = {"dataset": args.dataset, "solver": args.solver, "init": args.init, "loss": args.loss,
-               "threads": model.info["threads"], "n_train": train_ds.n,
-               "train_seconds": round(model.info["train_seconds"], 4),
-               "newton_iterations": model.info["newton_iterations"], "model_nnz": model.nnz}
+    summary = {"dataset": args.dataset, "solver": args.solver, "init": model.params.get("init"),
+               "loss": model.params.get("loss"), "threads": model.info["threads"], "n_train": train_ds.n,
+               "train_seconds": round(model.info["train_seconds"], 4), "model_nnz": model.nnz}
+    summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
     if test_ds is not None:
         summary["n_test"] = test_ds.n
         summary.update({k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()})
@@ -174,11 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a solver; prints metrics on the test split")
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
-    p.add_argument("--solver", default="dismec")
-    p.add_argument("--init", default="msi", help="zero | bias | ovap | msi (default msi)")
-    p.add_argument("--loss", default="squared_hinge", help="squared_hinge | logistic")
-    p.add_argument("--C", type=float, default=1.0)
-    p.add_argument("--eps", type=float, default=0.01)
+    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse")
+    p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
+    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
+    p.add_argument("--C", type=float, help="loss weight (default 1)")
+    p.add_argument("--eps", type=float, help="stopping tolerance (default 0.01)")
+    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight lambda (default 0.01)")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",

@@ -7,6 +7,7 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
+from .ppdsparse import PPDSparseParams, fit_ppdsparse
 from .params import param_dict
 
 
@@ -21,7 +22,8 @@ class Solver:
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
-SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec)}
+SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec),
+                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse)}
 
 
 def get_solver(name: str) -> Solver:

@@ -8,21 +8,20 @@ the block's records to the sink and reports progress.
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 import param
 import scipy.sparse as sp
 
 from ..engine import newton as K
-from ..engine.sparse import prepare_rows, prune_block
 from ..engine.threads import using_threads
 from ..models import SparseModel
+from .blocks import WeightPieces, block_size, iteration_columns, label_columns, positives, training_rows
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
-_BLOCK_BYTES = 64 * 2**20
 
 
 class DismecParams(param.Parameterized):
@@ -56,47 +55,9 @@ class DismecParams(param.Parameterized):
         "it early, which the paper recommends since its exact solution sits on the hinge."))
 
 
-def _label_columns(labels: np.ndarray, summ: np.ndarray) -> dict[str, np.ndarray]:
-    cols = {"label": labels.astype(np.int64)}
-    for j, name in enumerate(K.LABEL_FIELDS):
-        cols[name] = summ[:, j]
-    for name in ("iterations", "n_pos", "status", "nnz"):
-        cols[name] = cols[name].astype(np.int64)
-    cols["converged"] = cols["status"] == K.STATUS_CONVERGED
-    return cols
-
-
-def _iteration_columns(labels: np.ndarray, summ: np.ndarray, rec: np.ndarray) -> dict[str, np.ndarray]:
-    iters = summ[:, 0].astype(np.int64)
-    mask = np.arange(rec.shape[1])[None, :] <= iters[:, None]
-    rows, its = np.nonzero(mask)
-    values = rec[rows, its]
-    cols = {"label": labels[rows].astype(np.int64), "iteration": its.astype(np.int64)}
-    for j, name in enumerate(K.ITER_FIELDS):
-        cols[name] = values[:, j]
-    for name in ("active_set", "cg_steps", "nnz"):
-        cols[name] = cols[name].astype(np.int64)
-    return cols
-
-
-class _TrainingRows(NamedTuple):
-    """The training matrix as the kernels take it (see engine.sparse.prepare_rows)."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    colsum: np.ndarray
-
-
-def _training_rows(X: sp.spmatrix, p: DismecParams) -> _TrainingRows:
-    X = sp.csr_matrix(X, dtype=np.float64)
-    X.sort_indices()
-    return _TrainingRows(*prepare_rows(X.indptr, X.indices, X.data, X.shape[1], p.normalize, float(p.bias)))
-
-
 def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
     """The training matrix the kernels see, as scipy CSR: rows normalised if asked, bias column appended."""
-    rows = _training_rows(X, p)
+    rows = training_rows(X, p.normalize, p.bias)
     return sp.csr_matrix((rows.data, rows.indices.astype(np.int32), rows.indptr.astype(np.int64)),
                          shape=(X.shape[0], rows.colsum.shape[0]))
 
@@ -119,11 +80,9 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     t0_ns = time.monotonic_ns()
     n, n_features = X.shape
     n_labels = Y.shape[1]
-    rows = _training_rows(X, p)
+    rows = training_rows(X, p.normalize, p.bias)
     dim = rows.colsum.shape[0]
-    Yc = sp.csc_matrix(Y)
-    Yc.sort_indices()
-    pos_ptr, pos_rows = Yc.indptr, Yc.indices
+    pos_ptr, pos_rows = positives(Y)
     n_pos = np.diff(pos_ptr)
     bias_index = dim - 1 if p.bias > 0 else -1
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
@@ -143,9 +102,8 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
             init_vec = rows.colsum / max(n, 1)
-        per_label = 8 * (dim + rec_len * len(K.ITER_FIELDS))
-        block = int(max(1, min(n_labels, _BLOCK_BYTES // per_label, max(-(-n_labels // 10), 64 * n_threads))))
-        counts, indices, values = [], [], []
+        block = block_size(n_labels, dim, rec_len, len(K.ITER_FIELDS), n_threads)
+        pieces = WeightPieces()
         bias_weights = np.zeros(n_labels)
         iterations = 0
         for start in range(0, n_labels, block):
@@ -161,17 +119,13 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
             iterations += int(summ[:, 0].sum())
             if bias_index >= 0:
                 bias_weights[labels] = W[:, bias_index]
-            c, i, v = prune_block(W, np.argsort(labels), n_features, p.prune_threshold)
-            counts.append(c)
-            indices.append(i)
-            values.append(v)
+            pieces.add(W, labels, n_features, p.prune_threshold)
             if record:
-                recorder.write("iteration", _iteration_columns(labels, summ, rec))
-                recorder.write("label", _label_columns(labels, summ))
+                recorder.write("iteration", iteration_columns(labels, summ, rec, K.ITER_FIELDS, first=0))
+                recorder.write("label", label_columns(labels, summ, K.LABEL_FIELDS, K.STATUS_CONVERGED))
             if progress is not None:
                 progress(int(start + labels.size), n_labels)
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
-    weights = sp.csr_matrix((np.concatenate(values), np.concatenate(indices), indptr), shape=(n_labels, n_features))
+    weights = pieces.matrix(n_labels, n_features)
     info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": iterations, "threads": n_threads,
             "n_train": n}
     model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,

@@ -1,0 +1,135 @@
+"""PPDSparse: agreement with the Newton solver at lam = 0, duality gap, Theorems 3.2/3.3/4.1,
+sparsification on vs off, determinism across thread counts, the record stream."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xcviz import metrics
+from xcviz.engine.ppdsparse import sparsify
+from xcviz.runs.sinks import MemorySink
+from xcviz.solvers.dismec import DismecParams, fit_dismec
+from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse, paper_bounds
+
+
+def _primal(X, Y, model, lam, loss="squared_hinge", C=1.0):
+    """F(w) = lam*||w||_1 + 0.5*||w||^2 (bias included) + C * sum of losses, recomputed in numpy."""
+    Xn = sp.csr_matrix(X, dtype=float)
+    norms = np.sqrt(np.asarray(Xn.multiply(Xn).sum(axis=1))).ravel()
+    Xn = sp.diags(1 / np.where(norms > 0, norms, 1)) @ Xn
+    W = model.weights.toarray()
+    scores = np.asarray(Xn @ W.T) + model.bias_weights[None, :]
+    y = np.where(Y.toarray() > 0, 1.0, -1.0)
+    d = np.maximum(0.0, 1.0 - y * scores)
+    losses = (d ** 2 if loss == "squared_hinge" else d).sum(axis=0)
+    reg = 0.5 * (np.einsum("ld,ld->l", W, W) + model.bias_weights ** 2)
+    return lam * np.abs(W).sum(axis=1) + reg + C * losses
+
+
+@pytest.fixture(scope="module")
+def bibtex_40(bibtex):
+    train, test = bibtex
+    return train.X, sp.csc_matrix(train.Y)[:, :40], test
+
+
+def test_lam_zero_matches_newton_and_closes_the_gap(bibtex_40):
+    X, Y, _ = bibtex_40
+    sink = MemorySink()
+    pp = fit_ppdsparse(X, Y, PPDSparseParams(lam=0.0, eps=1e-4), threads=2, recorder=sink)
+    newton = fit_dismec(X, Y, DismecParams(init="zero", regularize_bias=True, eps=1e-4, prune_threshold=0.0),
+                        threads=2)
+    ours, ref = _primal(X, Y, pp, 0.0), _primal(X, Y, newton, 0.0)
+    assert np.max(np.abs(ours - ref) / ref) < 1e-3
+    labels = sink.labels.sort_values("label")
+    np.testing.assert_allclose(labels["objective"], ours, rtol=1e-9)
+    assert labels["converged"].all()
+    assert np.all(labels["duality_gap"] >= -1e-9 * labels["objective"])
+    assert np.all(labels["duality_gap"] / labels["objective"] < 1e-3)
+
+
+def test_theorems_hold_on_bibtex_with_the_papers_setting(bibtex_40):
+    """Hinge loss, C = tau = 1, bias 1: ||alpha||_1 <= 4 n_p and ||w||_1 <= 2 n_p / lam per label."""
+    X, Y, _ = bibtex_40
+    sink = MemorySink()
+    fit_ppdsparse(X, Y, PPDSparseParams(loss="hinge", lam=0.05, eps=1e-3), threads=2, recorder=sink)
+    lab = sink.labels
+    alpha_bound, w_bound = paper_bounds(lab["n_pos"].to_numpy(float), 0.05)
+    assert np.all(lab["alpha_l1"] <= alpha_bound) and np.all(lab["w_l1"] <= w_bound)
+    assert np.all(lab["alpha_l1"] <= lab["alpha_bound_strict"]) and np.all(lab["w_l1"] <= lab["w_bound_strict"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(8, 40), d=st.integers(2, 15), n_pos=st.integers(1, 6), lam=st.floats(0.01, 1.0),
+       loss=st.sampled_from(["hinge", "squared_hinge"]), seed=st.integers(0, 10_000))
+def test_theorems_hold_on_random_problems(n, d, n_pos, lam, loss, seed):
+    """||w||_1 <= F(w_trivial) / lam (Thm 3.2) and ||alpha||_1 <= 2 F(w_trivial) (Thm 3.3) at the
+    solution, F(w_trivial) being the bias-only objective the proofs use."""
+    rng = np.random.default_rng(seed)
+    X = sp.csr_matrix(rng.random((n, d)) * (rng.random((n, d)) < 0.5))
+    Y = sp.csr_matrix((np.ones(n_pos), (rng.choice(n, n_pos, replace=False), np.zeros(n_pos, int))), shape=(n, 1))
+    sink = MemorySink()
+    fit_ppdsparse(X, Y, PPDSparseParams(loss=loss, lam=lam, eps=1e-6, max_iter=2000), threads=1, recorder=sink)
+    lab = sink.labels.iloc[0]
+    assert lab["converged"]
+    slack = 1e-6 * max(1.0, lab["alpha_bound_strict"])
+    assert lab["alpha_l1"] <= lab["alpha_bound_strict"] + slack
+    assert lab["w_l1"] <= lab["w_bound_strict"] + slack
+    assert lab["duality_gap"] >= -1e-9 * abs(lab["objective"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(nnz=st.integers(1, 30), draws=st.integers(20, 200), seed=st.integers(0, 10_000))
+def test_random_sparsification_is_unbiased_with_bounded_variance(nnz, draws, seed):
+    """Algorithm 3 / Theorem 4.1: E[<w~, x>] = <w, x> and Var <= ||w||_1^2 max|x|^2 / R."""
+    rng = np.random.default_rng(seed)
+    dim = 40
+    idx = np.sort(rng.choice(dim, nnz, replace=False)).astype(np.int64)
+    val = rng.normal(size=nnz)
+    x = rng.normal(size=dim)
+    out_idx, out_val = np.empty(dim, np.int64), np.empty(dim)
+    mark, cumulative = np.full(dim, -1, np.int64), np.empty(dim)
+    trials = 400
+    dots = np.empty(trials)
+    for t in range(trials):
+        count = sparsify(idx, val, nnz, draws, out_idx, out_val, mark, cumulative)
+        assert count <= min(draws, nnz)
+        dots[t] = np.dot(out_val[:count], x[out_idx[:count]])
+    exact = np.dot(val, x[idx])
+    bound = np.abs(val).sum() ** 2 * np.max(x[idx] ** 2) / draws
+    assert abs(dots.mean() - exact) <= 5 * np.sqrt(bound / trials) + 1e-12
+    assert dots.var() <= 1.5 * bound + 1e-12
+    assert np.all(mark == -1)
+
+
+def test_sparsification_on_and_off_give_the_same_precision(bibtex):
+    train, test = bibtex
+    scores = []
+    for params in (PPDSparseParams(), PPDSparseParams(draws=500, x_threshold=0.1)):
+        model = fit_ppdsparse(train.X, train.Y, params, threads=2)
+        topk, _ = model.predict_topk(test.X, k=1)
+        scores.append(100 * metrics.precision_at_k(test.Y, topk, 1))
+    assert abs(scores[0] - scores[1]) < 0.5
+    assert scores[0] > 63.0
+
+
+def test_thread_count_does_not_change_the_model(bibtex_40):
+    X, Y, _ = bibtex_40
+    p = PPDSparseParams(draws=300)
+    one, two = fit_ppdsparse(X, Y, p, threads=1), fit_ppdsparse(X, Y, p, threads=2)
+    assert (one.weights != two.weights).nnz == 0
+    np.testing.assert_array_equal(one.bias_weights, two.bias_weights)
+
+
+def test_records_follow_the_protocol(bibtex_40):
+    X, Y, _ = bibtex_40
+    sink = MemorySink()
+    fit_ppdsparse(X, Y, PPDSparseParams(), threads=2, recorder=sink)
+    it, lab = sink.iterations, sink.labels
+    assert len(it) == lab["iterations"].sum() and it["iteration"].min() == 1
+    for name in ("objective", "dual_objective", "duality_gap", "active_set", "nnz", "nnz_search",
+                 "search_seconds", "solve_seconds", "maintain_seconds", "wall"):
+        assert name in it
+    last = it.sort_values("iteration").groupby("label").last()
+    np.testing.assert_allclose(last["objective"], lab.set_index("label")["objective"].loc[last.index], rtol=1e-12)
+    assert (it["active_set"] >= 0).all() and (it["duality_gap"] > -1e-6).all()

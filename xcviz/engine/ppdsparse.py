@@ -1,0 +1,408 @@
+"""PPDSparse (Yen et al., KDD 2017): one-vs-all elastic-net linear models solved in the dual.
+
+Per label the primal is F(w) = lam*||w_{-0}||_1 + 0.5*tau*||w||^2 + C * sum_i loss(y_i w.x_i), with
+the bias w_0 untouched by the l1 term and loss the hinge or the squared hinge (LIBLINEAR scaling,
+max(0, 1 - m)^2). Its dual is
+
+    G(a) = 0.5*tau*||w(a)||^2 - sum_i a_i (+ sum_i a_i^2 / (4C) for the squared hinge),
+    w(a) = prox(X^T diag(y) a) / tau, 0 <= a_i <= U (U = C hinge, infinity squared hinge),
+
+where prox soft-thresholds every coordinate but the bias by lam. The greedy active-set method
+(Algorithm 1) starts from the label's positives, adds per outer iteration the kappa rows of most
+negative dual gradient (14) found by a column-wise search over a sparsified w (Algorithm 3, R
+draws; two-level sparsification of Section 5.3 skips column entries below a threshold), minimises
+over the active set by S passes of randomised dual coordinate descent (Algorithm 2), and drops
+rows whose a_i returned to zero. It stops when an exact search finds no row violating by more
+than eps and the last coordinate pass moved no projected gradient by more than eps.
+
+Every label seeds numba's per-thread generator with seed + label, so results do not depend on
+the number of threads.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .atomic import fetch_add
+from .clock import monotonic_ns
+
+HINGE = 0
+SQUARED_HINGE = 1
+
+ITER_FIELDS = ("wall", "seconds", "objective", "dual_objective", "duality_gap", "active_set", "nnz",
+               "nnz_search", "search_seconds", "solve_seconds", "maintain_seconds")
+LABEL_FIELDS = ("iterations", "seconds", "n_pos", "objective", "dual_objective", "duality_gap", "alpha_l1",
+                "w_l1", "status", "nnz", "wall")
+
+STATUS_CONVERGED = 0
+STATUS_MAX_ITER = 1
+STATUS_NAMES = ("converged", "max_iter")
+
+
+@njit(cache=True, nogil=True)
+def _soft(v, lam):
+    if v > lam:
+        return v - lam
+    if v < -lam:
+        return v + lam
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def _weight(u, j, lam, tau, bias_index):
+    """w_j from u = X^T diag(y) a: soft-thresholded (except the bias) and scaled by 1/tau."""
+    if j == bias_index:
+        return u[j] / tau
+    return _soft(u[j], lam) / tau
+
+
+@njit(cache=True, nogil=True)
+def sparsify(w_idx, w_val, nnz, draws, out_idx, out_val, mark, cumulative):
+    """Algorithm 3: an unbiased sparse estimate of w from `draws` samples j ~ |w_j| / ||w||_1.
+
+    Writes the support into out_idx/out_val (using `mark` as a dense scratch of -1) and returns
+    its size. E[w~] = w and Var[<w~, x>] <= ||w||_1^2 max|x|^2 / draws (Theorem 4.1)."""
+    total = 0.0
+    for q in range(nnz):
+        total += abs(w_val[q])
+        cumulative[q] = total
+    if total == 0.0:
+        return 0
+    count = 0
+    step = total / draws
+    for _ in range(draws):
+        r = np.random.random() * total
+        lo, hi = 0, nnz - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cumulative[mid] <= r:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = w_idx[lo]
+        inc = step if w_val[lo] > 0 else -step
+        if mark[j] < 0:
+            mark[j] = count
+            out_idx[count] = j
+            out_val[count] = inc
+            count += 1
+        else:
+            out_val[mark[j]] += inc
+    for q in range(count):
+        mark[out_idx[q]] = -1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _consider(i, violation, kappa, top_row, top_val, found):
+    """Insert row i into the descending top-kappa list (ties keep the earlier row); returns the count."""
+    if found == kappa and violation <= top_val[kappa - 1]:
+        return found
+    pos = found if found < kappa else kappa - 1
+    while pos > 0 and top_val[pos - 1] < violation:
+        top_val[pos] = top_val[pos - 1]
+        top_row[pos] = top_row[pos - 1]
+        pos -= 1
+    top_val[pos] = violation
+    top_row[pos] = i
+    return found + 1 if found < kappa else found
+
+
+@njit(cache=True, nogil=True)
+def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
+            score, touched, seen, top_row, top_val):
+    """The kappa rows outside the active set with the most negative dual gradient, below -eps.
+
+    A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. Columns of X
+    are sorted by decreasing |x_ij|, so the two-level sparsification stops a column at the first
+    entry below x_threshold. Rows that share no feature with s only see the bias; they are scanned
+    only while the bias alone leaves negatives violating. Returns the number of rows found."""
+    n_touched = 0
+    for q in range(s_nnz):
+        j = s_idx[q]
+        sv = s_val[q]
+        for p in range(c_ptr[j], c_ptr[j + 1]):
+            v = c_val[p]
+            if abs(v) < x_threshold:
+                break
+            i = c_row[p]
+            if seen[i] == 0:
+                seen[i] = 1
+                touched[n_touched] = i
+                n_touched += 1
+            score[i] += sv * v
+    found = 0
+    for t in range(n_touched):
+        i = touched[t]
+        if in_a[i] == 0:
+            violation = 1.0 - y[i] * (bias_w + score[i])
+            if violation > eps:
+                found = _consider(i, violation, kappa, top_row, top_val, found)
+    untouched_negative = 1.0 + bias_w
+    if untouched_negative > eps and (found < kappa or untouched_negative > top_val[kappa - 1]):
+        for i in range(y.shape[0]):
+            if seen[i] == 0 and in_a[i] == 0 and y[i] < 0:
+                found = _consider(i, untouched_negative, kappa, top_row, top_val, found)
+                if found == kappa and top_val[kappa - 1] >= untouched_negative:
+                    break
+    for t in range(n_touched):
+        i = touched[t]
+        score[i] = 0.0
+        seen[i] = 0
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _row_margin(indptr, indices, data, i, u, lam, tau, bias_index):
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * _weight(u, indices[k], lam, tau, bias_index)
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark, supp, n_supp, active, n_active,
+                        passes, loss, C, lam, tau, bias_index):
+    """Algorithm 2: `passes` randomly permuted passes of dual coordinate descent over the active set.
+
+    Returns (support size of u, largest projected-gradient violation of the last pass)."""
+    upper = C if loss == HINGE else np.inf
+    diag = 0.0 if loss == HINGE else 0.5 / C
+    pg_max = 0.0
+    for _ in range(passes):
+        for q in range(n_active - 1, 0, -1):
+            r = np.random.randint(0, q + 1)
+            active[q], active[r] = active[r], active[q]
+        pg_max = 0.0
+        for q in range(n_active):
+            i = active[q]
+            g = y[i] * _row_margin(indptr, indices, data, i, u, lam, tau, bias_index) - 1.0 + diag * alpha[i]
+            a = alpha[i]
+            if a == 0.0:
+                pg = min(g, 0.0)
+            elif a >= upper:
+                pg = max(g, 0.0)
+            else:
+                pg = g
+            pg_max = max(pg_max, abs(pg))
+            if pg == 0.0:
+                continue
+            h = rownorm2[i] / tau + diag
+            new = min(max(a - g / h, 0.0), upper)
+            delta = new - a
+            if delta == 0.0:
+                continue
+            alpha[i] = new
+            c = delta * y[i]
+            for k in range(indptr[i], indptr[i + 1]):
+                j = indices[k]
+                u[j] += c * data[k]
+                if supp_mark[j] == 0:
+                    supp_mark[j] = 1
+                    supp[n_supp] = j
+                    n_supp += 1
+    return n_supp, pg_max
+
+
+@njit(cache=True, nogil=True)
+def _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index):
+    """(primal F(w), dual G(alpha)) for the materialised w = w(alpha); F needs a pass over all rows."""
+    reg = 0.0
+    l1 = 0.0
+    for j in range(w.shape[0]):
+        reg += w[j] * w[j]
+        if j != bias_index:
+            l1 += abs(w[j])
+    losses = 0.0
+    for i in range(indptr.shape[0] - 1):
+        m = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            m += data[k] * w[indices[k]]
+        d = 1.0 - y[i] * m
+        if d > 0.0:
+            losses += d if loss == HINGE else d * d
+    primal = lam * l1 + 0.5 * tau * reg + C * losses
+    dual = 0.5 * tau * reg
+    for q in range(n_active):
+        a = alpha[active[q]]
+        dual -= a
+        if loss == SQUARED_HINGE:
+            dual += a * a / (4.0 * C)
+    return primal, dual
+
+
+@njit(cache=True, nogil=True)
+def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, loss, C, lam, tau, kappa, passes,
+                draws, x_threshold, eps, max_iter, bias_index, seed, t0_ns, record, rec, summary, w,
+                alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
+                cumulative):
+    """Algorithm 1 for one label (y = +-1 per row, positives first in no particular order).
+
+    All work arrays are dense scratch of the right size, zeroed (mark: -1) on entry and left so.
+    w receives the dense solution."""
+    t_start = monotonic_ns()
+    np.random.seed(seed)
+    n = y.shape[0]
+    dim = u.shape[0]
+    top_row = np.empty(kappa, np.int64)
+    top_val = np.empty(kappa)
+    n_active = 0
+    for i in range(n):
+        if y[i] > 0:
+            active[n_active] = i
+            in_a[i] = 1
+            n_active += 1
+    n_supp = 0
+    pg_last = np.inf
+    status = STATUS_MAX_ITER
+    it = 0
+    t_prev = t_start
+    while it < max_iter:
+        t_a = monotonic_ns()
+        nnz = 0
+        for q in range(n_supp):
+            j = supp[q]
+            wj = _weight(u, j, lam, tau, bias_index)
+            if wj != 0.0 and j != bias_index:
+                w_idx[nnz] = j
+                w_val[nnz] = wj
+                nnz += 1
+        bias_w = u[bias_index] / tau if bias_index >= 0 else 0.0
+        t_b = monotonic_ns()
+        exact = draws <= 0 or nnz <= draws
+        if exact:
+            s_nnz = nnz
+            found = _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
+                            score, touched, seen, top_row, top_val)
+        else:
+            s_nnz = sparsify(w_idx, w_val, nnz, draws, s_idx, s_val, mark, cumulative)
+            found = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
+                            score, touched, seen, top_row, top_val)
+            kept = 0
+            for q in range(found):  # the sparsified w only proposes: keep rows that truly violate
+                i = top_row[q]
+                if 1.0 - y[i] * _row_margin(indptr, indices, data, i, u, lam, tau, bias_index) > eps:
+                    top_row[kept] = i
+                    kept += 1
+            found = kept
+            if found == 0:
+                found = _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, 0.0, y, in_a, eps, kappa,
+                                score, touched, seen, top_row, top_val)
+        t_c = monotonic_ns()
+        if found == 0 and pg_last <= eps:
+            status = STATUS_CONVERGED
+            break
+        for q in range(found):
+            i = top_row[q]
+            active[n_active] = i
+            in_a[i] = 1
+            n_active += 1
+        n_supp, pg_last = _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark, supp, n_supp,
+                                              active, n_active, passes, loss, C, lam, tau, bias_index)
+        kept = 0
+        for q in range(n_active):
+            i = active[q]
+            if alpha[i] > 0.0 or y[i] > 0:
+                active[kept] = i
+                kept += 1
+            else:
+                in_a[i] = 0
+        n_active = kept
+        t_d = monotonic_ns()
+        it += 1
+        if record:
+            for q in range(n_supp):
+                j = supp[q]
+                w[j] = _weight(u, j, lam, tau, bias_index)
+            primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau,
+                                       bias_index)
+            nnz_now = 0
+            for q in range(n_supp):
+                if w[supp[q]] != 0.0:
+                    nnz_now += 1
+            t_now = monotonic_ns()
+            rec[it - 1, 0] = (t_now - t0_ns) * 1e-9
+            rec[it - 1, 1] = (t_now - t_prev) * 1e-9
+            rec[it - 1, 2] = primal
+            rec[it - 1, 3] = dual
+            rec[it - 1, 4] = primal + dual
+            rec[it - 1, 5] = n_active
+            rec[it - 1, 6] = nnz_now
+            rec[it - 1, 7] = s_nnz
+            rec[it - 1, 8] = (t_c - t_b) * 1e-9
+            rec[it - 1, 9] = (t_d - t_c) * 1e-9
+            rec[it - 1, 10] = (t_b - t_a) * 1e-9
+            t_prev = t_now
+    for q in range(n_supp):
+        j = supp[q]
+        w[j] = _weight(u, j, lam, tau, bias_index)
+    primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index)
+    alpha_l1 = 0.0
+    for q in range(n_active):
+        alpha_l1 += alpha[active[q]]
+    w_l1 = 0.0
+    nnz = 0
+    for q in range(n_supp):
+        j = supp[q]
+        if w[j] != 0.0:
+            nnz += 1
+            if j != bias_index:
+                w_l1 += abs(w[j])
+    t_end = monotonic_ns()
+    summary[0] = it
+    summary[1] = (t_end - t_start) * 1e-9
+    summary[2] = n_pos
+    summary[3] = primal
+    summary[4] = dual
+    summary[5] = primal + dual
+    summary[6] = alpha_l1
+    summary[7] = w_l1
+    summary[8] = status
+    summary[9] = nnz
+    summary[10] = (t_end - t0_ns) * 1e-9
+    for q in range(n_active):
+        i = active[q]
+        alpha[i] = 0.0
+        in_a[i] = 0
+    for q in range(n_supp):
+        j = supp[q]
+        u[j] = 0.0
+        supp_mark[j] = 0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows, labels, loss, C, lam,
+                tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, seed, t0_ns, record, n_workers,
+                W_out, rec, summ):
+    """Solve the labels of a block; workers take labels from a shared atomic counter (see newton)."""
+    n = indptr.shape[0] - 1
+    dim = W_out.shape[1]
+    counter = np.zeros(1, np.int64)
+    for _worker in prange(n_workers):
+        y = np.empty(n)
+        alpha = np.zeros(n)
+        in_a = np.zeros(n, np.uint8)
+        active = np.empty(n, np.int64)
+        score = np.zeros(n)
+        touched = np.empty(n, np.int64)
+        seen = np.zeros(n, np.uint8)
+        u = np.zeros(dim)
+        supp_mark = np.zeros(dim, np.uint8)
+        supp = np.empty(dim, np.int64)
+        w_idx = np.empty(dim, np.int64)
+        w_val = np.empty(dim)
+        s_idx = np.empty(dim, np.int64)
+        s_val = np.empty(dim)
+        mark = np.full(dim, -1, np.int64)
+        cumulative = np.empty(dim)
+        while True:
+            b = fetch_add(counter, 0, 1)
+            if b >= labels.shape[0]:
+                break
+            lab = labels[b]
+            for i in range(n):
+                y[i] = -1.0
+            for q in range(pos_ptr[lab], pos_ptr[lab + 1]):
+                y[pos_rows[q]] = 1.0
+            solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, pos_ptr[lab + 1] - pos_ptr[lab],
+                        loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index,
+                        seed + lab, t0_ns, record, rec[b], summ[b], W_out[b], alpha, in_a, active, score,
+                        touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark, cumulative)

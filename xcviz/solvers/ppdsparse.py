@@ -1,0 +1,148 @@
+"""PPDSparse driver: parameters, the block loop around the dual active-set kernel, records, the model.
+
+The model keeps w(alpha) exactly as the solver found it: the l1 term already makes it sparse, so
+there is no pruning step (prune_threshold 0 by default).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import param
+import scipy.sparse as sp
+
+from ..engine import ppdsparse as K
+from ..engine.threads import using_threads
+from ..models import SparseModel
+from .blocks import WeightPieces, block_size, iteration_columns, label_columns, positives, training_rows
+from .params import param_dict
+
+LOSSES = ("squared_hinge", "hinge")
+
+
+class PPDSparseParams(param.Parameterized):
+    """Parameters of PPDSparse (Yen et al., KDD 2017); defaults from the paper."""
+
+    lam = param.Number(default=0.01, bounds=(0.0, 100.0), doc=(
+        "l1 weight lambda of the elastic net (the bias is never l1-penalised); 0 gives the plain L2 SVM."))
+    tau = param.Number(default=1.0, bounds=(1e-6, 1e6), doc="l2 weight tau: 0.5*tau*||w||^2.")
+    C = param.Number(default=1.0, bounds=(1e-6, 1e6), doc="Weight of the loss.")
+    loss = param.Selector(default="squared_hinge", objects=list(LOSSES), doc=(
+        "hinge max(0, 1 - m) or squared hinge max(0, 1 - m)^2 (the paper's Section 5.2 finds it better)."))
+    kappa = param.Integer(default=300, bounds=(1, 10**7), doc=(
+        "Rows added to the active set per outer iteration (the paper gives no default; 300 was fastest on "
+        "Bibtex among 10, 100, 300, 1000)."))
+    passes = param.Integer(default=3, bounds=(1, 10000), doc="S: coordinate-descent passes over the active set.")
+    draws = param.Integer(default=0, bounds=(0, 10**8), doc=(
+        "R: samples of the random sparsification of w used in the search (Algorithm 3); 0 searches with the "
+        "exact w. With ||w||_1 known, R = 2||w||_1^2 / delta^2 bounds the search error by delta (Theorem 4.1). "
+        "It pays when w has many more non-zeros than R (large D); on Bibtex the exact search is faster."))
+    x_threshold = param.Number(default=0.0, bounds=(0.0, 1e6), doc=(
+        "Two-level sparsification (Section 5.3): the search skips entries of X below this magnitude "
+        "(columns are sorted by magnitude); 0 turns it off."))
+    eps = param.Number(default=0.01, bounds=(1e-10, 10.0), doc=(
+        "Stop when an exact search finds no row with dual gradient below -eps and the last coordinate pass "
+        "changed no projected gradient above eps."))
+    max_iter = param.Integer(default=200, bounds=(1, 100000), doc="Outer iterations per label, at most.")
+    bias = param.Number(default=1.0, bounds=(0.0, 1000.0), doc="Value of the bias feature; 0 means no bias.")
+    normalize = param.Boolean(default=True, doc="L2-normalise every row before training and prediction.")
+    prune_threshold = param.Number(default=0.0, bounds=(0.0, 100.0), doc=(
+        "Feature weights with |w| below this are dropped after training (0: keep the solver's exact support)."))
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the random passes and draws (per label: seed + label).")
+
+
+def _columns_by_magnitude(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X in CSC with each column's entries sorted by decreasing |x_ij| (for the two-level search)."""
+    Xc = sp.csc_matrix(X)
+    col_of = np.repeat(np.arange(Xc.shape[1]), np.diff(Xc.indptr))
+    order = np.lexsort((-np.abs(Xc.data), col_of))
+    return Xc.indptr.astype(np.int64), Xc.indices[order].astype(np.int64), Xc.data[order]
+
+
+def paper_bounds(n_pos: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds as the paper states them: ||alpha||_1 <= 4 n_p (Thm 3.3), ||w||_1 <= 2 n_p / lam (Thm 3.2)."""
+    with np.errstate(divide="ignore"):
+        return 4.0 * n_pos, np.where(lam > 0, 2.0 * n_pos / lam, np.inf)
+
+
+def trivial_objective(n_pos: np.ndarray, n: int, p: PPDSparseParams) -> np.ndarray:
+    """F of the trivial solution the proofs compare with: bias weight -1/bias (every margin -1), so
+    F = 0.5*tau/bias^2 + C * n_p * loss(-1); without a bias, w = 0 and F = C * n.
+
+    The theorems' bounds follow from it for any C, tau and loss: ||w||_1 <= F / lam and
+    ||alpha||_1 <= 2 F; with the paper's C = tau = 1, bias 1 and hinge, F = 0.5 + 2 n_p, where the
+    paper writes 2 n_p."""
+    if p.bias == 0:
+        return np.full(n_pos.shape, p.C * n, dtype=float)
+    loss_at_minus_one = 2.0 if p.loss == "hinge" else 4.0
+    return 0.5 * p.tau / p.bias ** 2 + p.C * n_pos * loss_at_minus_one
+
+
+def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None = None, *,
+                  threads: int | None = None, recorder=None, run: str = "run",
+                  progress: Callable[[int, int], None] | None = None) -> SparseModel:
+    """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method."""
+    p = params or PPDSparseParams()
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    if X.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
+    t_start = time.monotonic()
+    t0_ns = time.monotonic_ns()
+    n, n_features = X.shape
+    n_labels = Y.shape[1]
+    rows = training_rows(X, p.normalize, p.bias)
+    dim = rows.colsum.shape[0]
+    features = sp.csr_matrix((rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64)),
+                             shape=(n, dim))[:, :n_features]
+    c_ptr, c_row, c_val = _columns_by_magnitude(features)
+    rownorm2 = np.bincount(np.repeat(np.arange(n), np.diff(rows.indptr.astype(np.int64))), weights=rows.data ** 2,
+                           minlength=n)
+    pos_ptr, pos_rows = positives(Y)
+    n_pos = np.diff(pos_ptr)
+    bias_index = dim - 1 if p.bias > 0 else -1
+    loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.HINGE
+    record = recorder is not None
+    rec_len = p.max_iter if record else 1
+
+    with using_threads(threads) as n_threads:
+        if record:
+            recorder.begin({"run": run, "solver": "ppdsparse", "params": param_dict(p), "threads": n_threads,
+                            "n": n, "n_features": n_features, "n_labels": n_labels,
+                            "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
+        block = block_size(n_labels, dim, rec_len, len(K.ITER_FIELDS), n_threads)
+        pieces = WeightPieces()
+        bias_weights = np.zeros(n_labels)
+        iterations = 0
+        for start in range(0, n_labels, block):
+            labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
+            labels = labels[np.argsort(-n_pos[labels], kind="stable")]
+            W = np.zeros((labels.size, dim))
+            rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
+            summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
+            K.train_block(rows.indptr, rows.indices, rows.data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows,
+                          labels, loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps,
+                          p.max_iter, bias_index, p.seed, t0_ns, record, n_threads, W, rec, summ)
+            iterations += int(summ[:, 0].sum())
+            if bias_index >= 0:
+                bias_weights[labels] = W[:, bias_index]
+            pieces.add(W, labels, n_features, p.prune_threshold)
+            if record:
+                recorder.write("iteration", iteration_columns(labels, summ, rec, K.ITER_FIELDS, first=1))
+                cols = label_columns(labels, summ, K.LABEL_FIELDS, K.STATUS_CONVERGED)
+                cols["alpha_bound"], cols["w_bound"] = paper_bounds(cols["n_pos"].astype(float), p.lam)
+                trivial = trivial_objective(cols["n_pos"].astype(float), n, p)
+                cols["alpha_bound_strict"] = 2.0 * trivial
+                cols["w_bound_strict"] = trivial / p.lam if p.lam > 0 else np.full(labels.size, np.inf)
+                recorder.write("label", cols)
+            if progress is not None:
+                progress(int(start + labels.size), n_labels)
+    weights = pieces.matrix(n_labels, n_features)
+    info = {"train_seconds": time.monotonic() - t_start, "outer_iterations": iterations, "threads": n_threads,
+            "n_train": n}
+    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
+                        solver="ppdsparse", params=param_dict(p), info=info)
+    if record:
+        recorder.end({**info, "model_nnz": model.nnz})
+    return model
