@@ -31,7 +31,7 @@ from xcviz.solvers.dismec import INITS, DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
 
 THREADS = 2
-PPDSPARSE_RUNS = {"ppdsparse": PPDSparseParams(), "ppdsparse, lam 0.3": PPDSparseParams(lam=0.3)}
+PPDSPARSE_RUNS = {"ppdsparse": PPDSparseParams(), "ppdsparse, lam 1": PPDSparseParams(lam=1.0)}
 # the authors' C++ PPDSparse (MPI, 2 threads, lam 0.1) on this kind of machine, from GUIDE.md: not rerun here
 PPDSPARSE_CPP_SECONDS = {"bibtex": 5.9, "delicious": 43.1}
 
@@ -157,13 +157,13 @@ def targets(results: dict, recording: dict, memory: dict) -> list[str]:
         cpp = PPDSPARSE_CPP_SECONDS[name]
         for key in PPDSPARSE_RUNS:
             r = rows[key]
+            shortfall = max(y - x for x, y in zip(r["p@k"], rows["msi"]["p@k"]))
             gap = max(abs(x - y) for x, y in zip(r["p@k"], rows["msi"]["p@k"]))
-            better = all(x >= y for x, y in zip(r["p@k"], rows["msi"]["p@k"]))
             checks += [
                 (f"{name}: {key} vs the authors' C++ ({cpp} s, GUIDE.md)", cpp / r["seconds"], 5.0, "x",
                  "the C++ time is the GUIDE's measurement, not rerun"),
-                (f"{name}: {key}, largest P@1/3/5 gap to Newton MSI (points)", gap, 0.5, " max",
-                 "every P@k above Newton's" if better else ""),
+                (f"{name}: {key}, largest P@1/3/5 shortfall against Newton MSI (points)", shortfall, 0.5, " max",
+                 f"largest difference either way: {gap:.2f}"),
                 (f"{name}: {key}, Newton's unpruned nnz / model nnz", rows["msi"]["unpruned_nnz"] / r["nnz"], 3.0,
                  "x", ""),
             ]

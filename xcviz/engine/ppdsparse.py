@@ -38,20 +38,15 @@ STATUS_NAMES = ("converged", "max_iter")
 
 
 @njit(cache=True, nogil=True)
-def _soft(v, lam):
-    if v > lam:
-        return v - lam
-    if v < -lam:
-        return v + lam
+def _weight(uj, is_bias, lam, inv_tau):
+    """w_j from u_j (u = X^T diag(y) a): soft-thresholded by lam unless it is the bias, times 1/tau."""
+    if is_bias:
+        return uj * inv_tau
+    if uj > lam:
+        return (uj - lam) * inv_tau
+    if uj < -lam:
+        return (uj + lam) * inv_tau
     return 0.0
-
-
-@njit(cache=True, nogil=True)
-def _weight(u, j, lam, tau, bias_index):
-    """w_j from u = X^T diag(y) a: soft-thresholded (except the bias) and scaled by 1/tau."""
-    if j == bias_index:
-        return u[j] / tau
-    return _soft(u[j], lam) / tau
 
 
 @njit(cache=True, nogil=True)
@@ -151,22 +146,39 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
 
 
 @njit(cache=True, nogil=True)
-def _row_margin(indptr, indices, data, i, u, lam, tau, bias_index):
+def _row_margin(indptr, indices, data, i, w):
     acc = 0.0
     for k in range(indptr[i], indptr[i + 1]):
-        acc += data[k] * _weight(u, indices[k], lam, tau, bias_index)
+        acc += data[k] * w[indices[k]]
     return acc
 
 
 @njit(cache=True, nogil=True)
-def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark, supp, n_supp, active, n_active,
-                        passes, loss, C, lam, tau, bias_index):
-    """Algorithm 2: `passes` randomly permuted passes of dual coordinate descent over the active set.
+def _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val):
+    """Exact search row by row: cheaper than by columns once w touches most columns of X."""
+    found = 0
+    for i in range(y.shape[0]):
+        if in_a[i] == 0:
+            violation = 1.0 - y[i] * _row_margin(indptr, indices, data, i, w)
+            if violation > eps:
+                found = _consider(i, violation, kappa, top_row, top_val, found)
+    return found
 
-    Returns (support size of u, largest projected-gradient violation of the last pass)."""
+
+@njit(cache=True, nogil=True)
+def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, w, supp_mark, supp, n_supp, active, n_active,
+                        passes, loss, C, lam, tau, bias_index, timed):
+    """Algorithm 2: `passes` randomly permuted passes of dual coordinate descent over the active set,
+    maintaining u = X^T diag(y) a and w = w(a) (13) after every change.
+
+    Returns (support size of u, largest projected-gradient violation of the last pass, nanoseconds
+    spent maintaining u and w, measured only when `timed`)."""
     upper = C if loss == HINGE else np.inf
     diag = 0.0 if loss == HINGE else 0.5 / C
     pg_max = 0.0
+    maintain_ns = 0
+    t_m = 0
+    inv_tau = 1.0 / tau
     for _ in range(passes):
         for q in range(n_active - 1, 0, -1):
             r = np.random.randint(0, q + 1)
@@ -174,7 +186,7 @@ def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark,
         pg_max = 0.0
         for q in range(n_active):
             i = active[q]
-            g = y[i] * _row_margin(indptr, indices, data, i, u, lam, tau, bias_index) - 1.0 + diag * alpha[i]
+            g = y[i] * _row_margin(indptr, indices, data, i, w) - 1.0 + diag * alpha[i]
             a = alpha[i]
             if a == 0.0:
                 pg = min(g, 0.0)
@@ -192,14 +204,19 @@ def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark,
                 continue
             alpha[i] = new
             c = delta * y[i]
+            if timed:
+                t_m = monotonic_ns()
             for k in range(indptr[i], indptr[i + 1]):
                 j = indices[k]
                 u[j] += c * data[k]
+                w[j] = _weight(u[j], j == bias_index, lam, inv_tau)
                 if supp_mark[j] == 0:
                     supp_mark[j] = 1
                     supp[n_supp] = j
                     n_supp += 1
-    return n_supp, pg_max
+            if timed:
+                maintain_ns += monotonic_ns() - t_m
+    return n_supp, pg_max, maintain_ns
 
 
 @njit(cache=True, nogil=True)
@@ -230,18 +247,31 @@ def _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, l
 
 
 @njit(cache=True, nogil=True)
+def _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a,
+                  eps, kappa, score, touched, seen, top_row, top_val):
+    """Search with the exact w: by columns (two-level threshold honoured), or by rows when the
+    columns of w would cover more than half of X anyway."""
+    cost = 0
+    for q in range(nnz):
+        cost += c_ptr[w_idx[q] + 1] - c_ptr[w_idx[q]]
+    if x_threshold == 0.0 and 2 * cost > indptr[indptr.shape[0] - 1]:
+        return _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val)
+    return _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa, score,
+                   touched, seen, top_row, top_val)
+
+
+@njit(cache=True, nogil=True)
 def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, loss, C, lam, tau, kappa, passes,
-                draws, x_threshold, eps, max_iter, bias_index, seed, t0_ns, record, rec, summary, w,
+                draws, x_threshold, eps, max_iter, bias_index, bias_value, seed, t0_ns, record, rec, summary, w,
                 alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
                 cumulative):
-    """Algorithm 1 for one label (y = +-1 per row, positives first in no particular order).
+    """Algorithm 1 for one label (y = +-1 per row).
 
-    All work arrays are dense scratch of the right size, zeroed (mark: -1) on entry and left so.
-    w receives the dense solution."""
+    w (zero on entry) is maintained as w(alpha) throughout and holds the solution at the end. All
+    other work arrays are scratch of the right size, zeroed (mark: -1) on entry and left so."""
     t_start = monotonic_ns()
     np.random.seed(seed)
     n = y.shape[0]
-    dim = u.shape[0]
     top_row = np.empty(kappa, np.int64)
     top_val = np.empty(kappa)
     n_active = 0
@@ -260,18 +290,16 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
         nnz = 0
         for q in range(n_supp):
             j = supp[q]
-            wj = _weight(u, j, lam, tau, bias_index)
-            if wj != 0.0 and j != bias_index:
+            if w[j] != 0.0 and j != bias_index:
                 w_idx[nnz] = j
-                w_val[nnz] = wj
+                w_val[nnz] = w[j]
                 nnz += 1
-        bias_w = u[bias_index] / tau if bias_index >= 0 else 0.0
+        bias_w = w[bias_index] * bias_value if bias_index >= 0 else 0.0
         t_b = monotonic_ns()
-        exact = draws <= 0 or nnz <= draws
-        if exact:
+        if draws <= 0 or nnz <= draws:
             s_nnz = nnz
-            found = _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
-                            score, touched, seen, top_row, top_val)
+            found = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
+                                  x_threshold, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
         else:
             s_nnz = sparsify(w_idx, w_val, nnz, draws, s_idx, s_val, mark, cumulative)
             found = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
@@ -279,13 +307,13 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
             kept = 0
             for q in range(found):  # the sparsified w only proposes: keep rows that truly violate
                 i = top_row[q]
-                if 1.0 - y[i] * _row_margin(indptr, indices, data, i, u, lam, tau, bias_index) > eps:
+                if 1.0 - y[i] * _row_margin(indptr, indices, data, i, w) > eps:
                     top_row[kept] = i
                     kept += 1
             found = kept
             if found == 0:
-                found = _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, 0.0, y, in_a, eps, kappa,
-                                score, touched, seen, top_row, top_val)
+                found = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
+                                      0.0, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
         t_c = monotonic_ns()
         if found == 0 and pg_last <= eps:
             status = STATUS_CONVERGED
@@ -295,8 +323,9 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
             active[n_active] = i
             in_a[i] = 1
             n_active += 1
-        n_supp, pg_last = _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, supp_mark, supp, n_supp,
-                                              active, n_active, passes, loss, C, lam, tau, bias_index)
+        n_supp, pg_last, maintain_ns = _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, w, supp_mark,
+                                                           supp, n_supp, active, n_active, passes, loss, C, lam,
+                                                           tau, bias_index, record)
         kept = 0
         for q in range(n_active):
             i = active[q]
@@ -309,9 +338,6 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
         t_d = monotonic_ns()
         it += 1
         if record:
-            for q in range(n_supp):
-                j = supp[q]
-                w[j] = _weight(u, j, lam, tau, bias_index)
             primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau,
                                        bias_index)
             nnz_now = 0
@@ -328,12 +354,9 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
             rec[it - 1, 6] = nnz_now
             rec[it - 1, 7] = s_nnz
             rec[it - 1, 8] = (t_c - t_b) * 1e-9
-            rec[it - 1, 9] = (t_d - t_c) * 1e-9
-            rec[it - 1, 10] = (t_b - t_a) * 1e-9
+            rec[it - 1, 9] = (t_d - t_c - maintain_ns) * 1e-9
+            rec[it - 1, 10] = (t_b - t_a + maintain_ns) * 1e-9
             t_prev = t_now
-    for q in range(n_supp):
-        j = supp[q]
-        w[j] = _weight(u, j, lam, tau, bias_index)
     primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index)
     alpha_l1 = 0.0
     for q in range(n_active):
@@ -370,8 +393,8 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
 
 @njit(cache=True, nogil=True, parallel=True)
 def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows, labels, loss, C, lam,
-                tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, seed, t0_ns, record, n_workers,
-                W_out, rec, summ):
+                tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias_value, seed, t0_ns, record,
+                n_workers, W_out, rec, summ):
     """Solve the labels of a block; workers take labels from a shared atomic counter (see newton)."""
     n = indptr.shape[0] - 1
     dim = W_out.shape[1]
@@ -404,5 +427,5 @@ def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, p
                 y[pos_rows[q]] = 1.0
             solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, pos_ptr[lab + 1] - pos_ptr[lab],
                         loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index,
-                        seed + lab, t0_ns, record, rec[b], summ[b], W_out[b], alpha, in_a, active, score,
+                        bias_value, seed + lab, t0_ns, record, rec[b], summ[b], W_out[b], alpha, in_a, active, score,
                         touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark, cumulative)
