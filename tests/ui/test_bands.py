@@ -22,3 +22,15 @@ def test_scatter_by_run():
     labels = pd.DataFrame({"n_pos": [1, 5, 50], "iterations": [9, 7, 5]})
     plot = scatter_by_run({"zero": labels}, "n_pos", "iterations", logx=True)
     assert list(plot.values()[0].dimension_values("iterations")) == [9, 7, 5]
+
+
+def test_bound_check_draws_the_diagonal_over_the_data():
+    from xcviz.ui.bands import bound_check
+
+    labels = pd.DataFrame({"alpha_bound": [4.0, 40.0, 400.0], "alpha_l1": [1.0, 30.0, 0.0]})
+    plot = bound_check({"run": labels}, "alpha_bound", "alpha_l1")
+    curves = [e for e in plot if type(e) is hv.Curve]
+    assert list(curves[0].dimension_values(0)) == [1.0, 40.0]  # the zero row is left out of a log plot
+    points = [e for e in plot if isinstance(e, hv.Scatter)]
+    assert list(points[0].dimension_values("alpha_l1")) == [1.0, 30.0]
+    assert plot.opts.get().kwargs["logx"] and plot.opts.get().kwargs["logy"]

@@ -42,3 +42,16 @@ def scatter_by_run(frames: dict[str, pd.DataFrame], x: str, y: str, *, logx: boo
               for name, df in frames.items()]
     return hv.Overlay(points).opts(title=f"{y} against {x}", logx=logx, logy=logy, width=460, height=300,
                                    legend_position="top_left", show_grid=True)
+
+
+def bound_check(frames: dict[str, pd.DataFrame], bound: str, value: str) -> hv.Overlay:
+    """Each row's `value` against its `bound` on log axes, with the diagonal value = bound: points
+    below the dashed line respect the bound."""
+    positive = {name: df[(df[bound] > 0) & (df[value] > 0)] for name, df in frames.items()}
+    lows = [df[[bound, value]].min().min() for df in positive.values() if len(df)]
+    highs = [df[[bound, value]].max().max() for df in positive.values() if len(df)]
+    lo, hi = (min(lows), max(highs)) if lows else (1.0, 10.0)
+    diagonal = hv.Curve([(lo, lo), (hi, hi)], bound, value, label="bound").opts(color="gray", line_dash="dashed")
+    return (scatter_by_run(positive, bound, value) * diagonal).opts(
+        title=f"{value} against {bound}", logx=True, logy=True, width=470, height=300,
+        legend_position="top_left", show_grid=True)
