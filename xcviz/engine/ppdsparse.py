@@ -23,6 +23,7 @@ from numba import njit, prange
 
 from .atomic import fetch_add
 from .clock import monotonic_ns
+from .topk import insert_topk
 
 HINGE = 0
 SQUARED_HINGE = 1
@@ -87,21 +88,6 @@ def sparsify(w_idx, w_val, nnz, draws, out_idx, out_val, mark, cumulative):
 
 
 @njit(cache=True, nogil=True)
-def _consider(i, violation, kappa, top_row, top_val, found):
-    """Insert row i into the descending top-kappa list (ties keep the earlier row); returns the count."""
-    if found == kappa and violation <= top_val[kappa - 1]:
-        return found
-    pos = found if found < kappa else kappa - 1
-    while pos > 0 and top_val[pos - 1] < violation:
-        top_val[pos] = top_val[pos - 1]
-        top_row[pos] = top_row[pos - 1]
-        pos -= 1
-    top_val[pos] = violation
-    top_row[pos] = i
-    return found + 1 if found < kappa else found
-
-
-@njit(cache=True, nogil=True)
 def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
             score, touched, seen, top_row, top_val):
     """The kappa rows outside the active set with the most negative dual gradient, below -eps.
@@ -130,12 +116,12 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
         if in_a[i] == 0:
             violation = 1.0 - y[i] * (bias_w + score[i])
             if violation > eps:
-                found = _consider(i, violation, kappa, top_row, top_val, found)
+                found = insert_topk(i, violation, kappa, top_row, top_val, found)
     untouched_negative = 1.0 + bias_w
     if untouched_negative > eps and (found < kappa or untouched_negative > top_val[kappa - 1]):
         for i in range(y.shape[0]):
             if seen[i] == 0 and in_a[i] == 0 and y[i] < 0:
-                found = _consider(i, untouched_negative, kappa, top_row, top_val, found)
+                found = insert_topk(i, untouched_negative, kappa, top_row, top_val, found)
                 if found == kappa and top_val[kappa - 1] >= untouched_negative:
                     break
     for t in range(n_touched):
@@ -161,7 +147,7 @@ def _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val
         if in_a[i] == 0:
             violation = 1.0 - y[i] * _row_margin(indptr, indices, data, i, w)
             if violation > eps:
-                found = _consider(i, violation, kappa, top_row, top_val, found)
+                found = insert_topk(i, violation, kappa, top_row, top_val, found)
     return found
 
 

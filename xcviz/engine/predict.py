@@ -8,19 +8,7 @@ unsigned (uint64 indptr, uint32 indices), which spares numba's wraparound checks
 import numpy as np
 from numba import njit, prange
 
-
-@njit(cache=True, nogil=True)
-def _insert_topk(top_lab, top_val, k, lab, val):
-    """Insert (lab, val) into the descending top-k arrays if it belongs there."""
-    if val <= top_val[k - 1]:
-        return
-    pos = k - 1
-    while pos > 0 and top_val[pos - 1] < val:
-        top_val[pos] = top_val[pos - 1]
-        top_lab[pos] = top_lab[pos - 1]
-        pos -= 1
-    top_val[pos] = val
-    top_lab[pos] = lab
+from .topk import insert_topk
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -45,6 +33,7 @@ def predict_topk(x_indptr, x_indices, x_data, wt_indptr, wt_indices, wt_data, bi
                     scores[wt_indices[q]] += xv * wt_data[q]
             top_lab = out_lab[i]
             top_val = out_val[i]
+            count = 0
             for lab in range(n_labels):
-                _insert_topk(top_lab, top_val, k, lab, scores[lab])
+                count = insert_topk(lab, scores[lab], k, top_lab, top_val, count)
     return out_lab, out_val

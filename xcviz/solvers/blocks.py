@@ -2,7 +2,7 @@
 label, turning a block's record arrays into record columns, and assembling pruned CSR weights."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -83,3 +83,47 @@ def block_size(n_labels: int, dim: int, rec_len: int, n_fields: int, n_threads: 
     worth of progress reports on large problems."""
     per_label = 8 * (dim + rec_len * n_fields)
     return int(max(1, min(n_labels, budget // per_label, max(-(-n_labels // 10), 64 * n_threads))))
+
+
+class BlockResult(NamedTuple):
+    """What a block loop produced: pruned weights, bias weights, total iterations."""
+
+    weights: sp.csr_matrix
+    bias_weights: np.ndarray
+    iterations: int
+
+
+def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray, *,
+                    solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None],
+                    iter_fields: tuple[str, ...], label_fields: tuple[str, ...], converged: int,
+                    first_iteration: int, bias_index: int, prune_threshold: float, n_threads: int,
+                    rec_len: int, recorder=None, label_extras: Callable[[dict], dict] | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> BlockResult:
+    """The block loop every one-vs-all driver runs around its kernel.
+
+    Labels go in blocks of consecutive indices, each ordered heaviest first (so that no worker is
+    left with a head label at the end); solve(labels, W, rec, summ) trains one block into
+    preallocated arrays. After each block the weights are pruned into CSR pieces, the records go to
+    the sink (label_extras may add per-label columns) and progress(done, total) is called."""
+    block = block_size(n_labels, dim, rec_len, len(iter_fields), n_threads)
+    pieces = WeightPieces()
+    bias_weights = np.zeros(n_labels)
+    iterations = 0
+    for start in range(0, n_labels, block):
+        labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
+        labels = labels[np.argsort(-n_pos[labels], kind="stable")]
+        W = np.zeros((labels.size, dim))
+        rec = np.zeros((labels.size, rec_len, len(iter_fields)))
+        summ = np.zeros((labels.size, len(label_fields)))
+        solve(labels, W, rec, summ)
+        iterations += int(summ[:, 0].sum())
+        if bias_index >= 0:
+            bias_weights[labels] = W[:, bias_index]
+        pieces.add(W, labels, n_features, prune_threshold)
+        if recorder is not None:
+            recorder.write("iteration", iteration_columns(labels, summ, rec, iter_fields, first_iteration))
+            cols = label_columns(labels, summ, label_fields, converged)
+            recorder.write("label", label_extras(cols) if label_extras else cols)
+        if progress is not None:
+            progress(int(start + labels.size), n_labels)
+    return BlockResult(pieces.matrix(n_labels, n_features), bias_weights, iterations)

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import WeightPieces, block_size, iteration_columns, label_columns, positives, training_rows
+from .blocks import positives, train_in_blocks, training_rows
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
@@ -102,34 +102,20 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
             init_vec = rows.colsum / max(n, 1)
-        block = block_size(n_labels, dim, rec_len, len(K.ITER_FIELDS), n_threads)
-        pieces = WeightPieces()
-        bias_weights = np.zeros(n_labels)
-        iterations = 0
-        for start in range(0, n_labels, block):
-            labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
-            # heaviest labels first, so that no worker is left with a head label at the end
-            labels = labels[np.argsort(-n_pos[labels], kind="stable")]
-            W = np.zeros((labels.size, dim))
-            rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
-            summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
+
+        def solve_block(labels, W, rec, summ):
             K.train_block(rows.indptr, rows.indices, rows.data, dim, pos_ptr, pos_rows, labels, init_mode,
                           init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
                           n_threads, W, rec, summ)
-            iterations += int(summ[:, 0].sum())
-            if bias_index >= 0:
-                bias_weights[labels] = W[:, bias_index]
-            pieces.add(W, labels, n_features, p.prune_threshold)
-            if record:
-                recorder.write("iteration", iteration_columns(labels, summ, rec, K.ITER_FIELDS, first=0))
-                recorder.write("label", label_columns(labels, summ, K.LABEL_FIELDS, K.STATUS_CONVERGED))
-            if progress is not None:
-                progress(int(start + labels.size), n_labels)
-    weights = pieces.matrix(n_labels, n_features)
-    info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": iterations, "threads": n_threads,
-            "n_train": n}
-    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
-                        solver="dismec", params=param_dict(p), info=info)
+
+        result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
+                                 label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=0,
+                                 bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
+                                 rec_len=rec_len, recorder=recorder, progress=progress)
+    info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": result.iterations,
+            "threads": n_threads, "n_train": n}
+    model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,
+                        normalize=p.normalize, solver="dismec", params=param_dict(p), info=info)
     if record:
         recorder.end({**info, "model_nnz": model.nnz})
     return model

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import WeightPieces, block_size, iteration_columns, label_columns, positives, training_rows
+from .blocks import positives, train_in_blocks, training_rows
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
@@ -111,38 +111,28 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
             recorder.begin({"run": run, "solver": "ppdsparse", "params": param_dict(p), "threads": n_threads,
                             "n": n, "n_features": n_features, "n_labels": n_labels,
                             "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
-        block = block_size(n_labels, dim, rec_len, len(K.ITER_FIELDS), n_threads)
-        pieces = WeightPieces()
-        bias_weights = np.zeros(n_labels)
-        iterations = 0
-        for start in range(0, n_labels, block):
-            labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
-            labels = labels[np.argsort(-n_pos[labels], kind="stable")]
-            W = np.zeros((labels.size, dim))
-            rec = np.zeros((labels.size, rec_len, len(K.ITER_FIELDS)))
-            summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
+
+        def solve_block(labels, W, rec, summ):
             K.train_block(rows.indptr, rows.indices, rows.data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows,
                           labels, loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps,
                           p.max_iter, bias_index, float(p.bias), p.seed, t0_ns, record, n_threads, W, rec, summ)
-            iterations += int(summ[:, 0].sum())
-            if bias_index >= 0:
-                bias_weights[labels] = W[:, bias_index]
-            pieces.add(W, labels, n_features, p.prune_threshold)
-            if record:
-                recorder.write("iteration", iteration_columns(labels, summ, rec, K.ITER_FIELDS, first=1))
-                cols = label_columns(labels, summ, K.LABEL_FIELDS, K.STATUS_CONVERGED)
-                cols["alpha_bound"], cols["w_bound"] = paper_bounds(cols["n_pos"].astype(float), p.lam)
-                trivial = trivial_objective(cols["n_pos"].astype(float), n, p)
-                cols["alpha_bound_strict"] = 2.0 * trivial
-                cols["w_bound_strict"] = trivial / p.lam if p.lam > 0 else np.full(labels.size, np.inf)
-                recorder.write("label", cols)
-            if progress is not None:
-                progress(int(start + labels.size), n_labels)
-    weights = pieces.matrix(n_labels, n_features)
-    info = {"train_seconds": time.monotonic() - t_start, "outer_iterations": iterations, "threads": n_threads,
-            "n_train": n}
-    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
-                        solver="ppdsparse", params=param_dict(p), info=info)
+
+        def with_bounds(cols):
+            n_pos_block = cols["n_pos"].astype(float)
+            cols["alpha_bound"], cols["w_bound"] = paper_bounds(n_pos_block, p.lam)
+            trivial = trivial_objective(n_pos_block, n, p)
+            cols["alpha_bound_strict"] = 2.0 * trivial
+            cols["w_bound_strict"] = trivial / p.lam if p.lam > 0 else np.full(trivial.shape, np.inf)
+            return cols
+
+        result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
+                                 label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=1,
+                                 bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
+                                 rec_len=rec_len, recorder=recorder, label_extras=with_bounds, progress=progress)
+    info = {"train_seconds": time.monotonic() - t_start, "outer_iterations": result.iterations,
+            "threads": n_threads, "n_train": n}
+    model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,
+                        normalize=p.normalize, solver="ppdsparse", params=param_dict(p), info=info)
     if record:
         recorder.end({**info, "model_nnz": model.nnz})
     return model
