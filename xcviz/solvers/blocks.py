@@ -21,6 +21,14 @@ class TrainingRows(NamedTuple):
     colsum: np.ndarray
 
 
+def check_problem(X: sp.spmatrix, Y: sp.spmatrix) -> None:
+    """Refuse what no one-vs-all solver can train: mismatched rows, no rows, no labels."""
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    if X.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
+
+
 def training_rows(X: sp.spmatrix, normalize: bool, bias: float) -> TrainingRows:
     """Rows L2-normalised if asked, a bias column of value `bias` appended if > 0, unsigned indices."""
     X = sp.csr_matrix(X, dtype=np.float64)

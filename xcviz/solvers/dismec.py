@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import positives, train_in_blocks, training_rows
+from .blocks import check_problem, positives, train_in_blocks, training_rows
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
@@ -72,10 +72,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    if X.shape[0] == 0 or Y.shape[1] == 0:
-        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
+    check_problem(X, Y)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     n, n_features = X.shape

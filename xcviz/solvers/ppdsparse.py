@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import positives, train_in_blocks, training_rows
+from .blocks import check_problem, positives, train_in_blocks, training_rows
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
@@ -84,10 +84,7 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
                   progress: Callable[[int, int], None] | None = None) -> SparseModel:
     """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method."""
     p = params or PPDSparseParams()
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    if X.shape[0] == 0 or Y.shape[1] == 0:
-        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
+    check_problem(X, Y)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     n, n_features = X.shape
