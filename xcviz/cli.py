@@ -15,7 +15,7 @@ from . import __version__
 from .data.errors import DatasetFormatError
 from .models import ModelFormatError
 
-_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError)
+_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError)
 
 
 class ProgressBar:
@@ -99,17 +99,23 @@ def _parse_sets(pairs: list[str]) -> dict:
     return values
 
 
+def _solver_params(args: argparse.Namespace) -> dict:
+    """The solver parameters given on the command line (the rest keep the solver's defaults)."""
+    params = _parse_sets(args.set)
+    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam}
+    params.update({k: v for k, v in chosen.items() if v is not None})
+    if args.no_normalize:
+        params["normalize"] = False
+    return params
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
     from .runs.sinks import JsonLinesSink
 
     train_ds, test_ds = resolve(args.dataset, args.test)
-    params = _parse_sets(args.set)
-    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam}
-    params.update({k: v for k, v in chosen.items() if v is not None})
-    if args.no_normalize:
-        params["normalize"] = False
+    params = _solver_params(args)
     recorder = JsonLinesSink(args.records) if args.records else None
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("labels"), **params)
@@ -152,6 +158,85 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spec(args: argparse.Namespace) -> int:
+    from .runs.spec import RunSpec
+
+    spec = RunSpec(dataset=args.dataset, solver=args.solver, params=_solver_params(args), test=args.test,
+                   threads=args.threads, name=args.name or "").validate()
+    print(spec.to_json())
+    return 0
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from .runs.launcher import launch
+    from .runs.spec import RunSpec
+    from .runs.store import RunStore
+
+    path = Path(args.spec)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such spec file")
+    print(launch(RunSpec.from_json(path.read_text(), source=str(path)), RunStore(args.home)))
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from .runs.store import RunStore
+
+    rows = RunStore(args.home).list()
+    shown = [{"id": r["id"], "name": r["name"], "status": r["status"], "pid": r["pid"],
+              "progress": f"{r['done']}/{r['total']}", "error": r["error"],
+              **{k: round(v, 2) for k, v in r["summary"].items() if k in ("p@1", "p@5", "ndcg@5", "psp@5")}}
+             for r in rows]
+    if args.json:
+        print(json.dumps(shown))
+        return 0
+    print(f"{'id':<24} {'status':<11} {'progress':>10} {'p@1':>6} {'p@5':>6}  name")
+    for r in shown:
+        print(f"{r['id']:<24} {r['status']:<11} {r['progress']:>10} {r.get('p@1', ''):>6} {r.get('p@5', ''):>6}  {r['name']}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from .runs.store import RunStore
+
+    RunStore(args.home).request_cancel(args.run)
+    print(f"cancel requested: {args.run} stops after its current block of labels")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from .runs.launcher import resume
+    from .runs.store import RunStore
+
+    resume(RunStore(args.home), args.run)
+    print(args.run)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from .runs.launcher import wait
+    from .runs.store import RunStore
+
+    row = wait(RunStore(args.home), args.run, timeout=args.timeout)
+    print(json.dumps({"id": row["id"], "status": row["status"], "error": row["error"], **row["summary"]}))
+    return 0 if row["status"] in ("done", "cancelled") else 1
+
+
+def _add_solver_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
+    p.add_argument("--test", help="test file for a training file given by path")
+    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse")
+    p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
+    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
+    p.add_argument("--C", type=float, help="loss weight (default 1)")
+    p.add_argument("--eps", type=float, help="stopping tolerance (default: the solver's)")
+    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight lambda (default 0.01)")
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xcviz", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"xcviz {__version__}")
@@ -175,22 +260,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("train", help="train a solver; prints metrics on the test split")
-    p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
-    p.add_argument("--test", help="test file for a training file given by path")
-    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse")
-    p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
-    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
-    p.add_argument("--C", type=float, help="loss weight (default 1)")
-    p.add_argument("--eps", type=float, help="stopping tolerance (default 0.01)")
-    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight lambda (default 0.01)")
-    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
-    p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
+    _add_solver_options(p)
     p.add_argument("--out", help="save the model to this folder")
     p.add_argument("--records", help="write every iteration record to this JSON-lines file")
     p.add_argument("--json", action="store_true", help="print one JSON summary line instead of a table")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("spec", help="print a run spec (JSON) to edit and launch")
+    _add_solver_options(p)
+    p.add_argument("--name", help="a name for the run")
+    p.set_defaults(func=cmd_spec)
+
+    home = argparse.ArgumentParser(add_help=False)
+    home.add_argument("--home", help="the run store folder (default: $XCVIZ_HOME or ./xcviz-runs)")
+    p = sub.add_parser("launch", parents=[home], help="start a background run from a spec file; prints its id")
+    p.add_argument("spec")
+    p.set_defaults(func=cmd_launch)
+    p = sub.add_parser("runs", parents=[home], help="list the runs of the store")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+    for name, func, text in (("cancel", cmd_cancel, "stop a run after its current block, keeping a partial model"),
+                             ("resume", cmd_resume, "continue an interrupted, cancelled or failed run"),
+                             ("wait", cmd_wait, "block until a run ends; prints its summary")):
+        p = sub.add_parser(name, parents=[home], help=text)
+        p.add_argument("run")
+        if name == "wait":
+            p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")
     p.add_argument("model", help="model folder written by `xcviz train --out`")

@@ -70,19 +70,36 @@ class WeightPieces:
     """Collects each block's kept weights as CSR pieces and assembles the L x D matrix."""
 
     def __init__(self) -> None:
-        self.counts, self.indices, self.values = [], [], []
+        self.labels, self.counts, self.indices, self.values = [], [], [], []
 
-    def add(self, W: np.ndarray, labels: np.ndarray, n_features: int, threshold: float) -> None:
-        """Prune block W (rows = labels, in any order) and keep its rows in label order."""
-        c, i, v = prune_block(W, np.argsort(labels), n_features, threshold)
+    def add(self, W: np.ndarray, labels: np.ndarray, n_features: int, threshold: float) -> sp.csr_matrix:
+        """Prune block W (rows = labels, in any order); returns the block's rows in label order."""
+        order = np.argsort(labels)
+        c, i, v = prune_block(W, order, n_features, threshold)
+        self.labels.append(labels[order])
         self.counts.append(c)
         self.indices.append(i)
         self.values.append(v)
+        return sp.csr_matrix((v, i, np.concatenate([[0], np.cumsum(c)])), shape=(labels.size, n_features))
 
     def matrix(self, n_labels: int, n_features: int) -> sp.csr_matrix:
-        indptr = np.concatenate([[0], np.cumsum(np.concatenate(self.counts))])
-        return sp.csr_matrix((np.concatenate(self.values), np.concatenate(self.indices), indptr),
-                             shape=(n_labels, n_features))
+        """All labels' rows, in label order (labels never added stay empty)."""
+        return assemble_rows(self.labels, [sp.csr_matrix((v, i, np.concatenate([[0], np.cumsum(c)])),
+                                                         shape=(c.size, n_features))
+                                           for c, i, v in zip(self.counts, self.indices, self.values)],
+                             n_labels, n_features)
+
+
+def assemble_rows(labels: list[np.ndarray], rows: list[sp.csr_matrix], n_labels: int, n_features: int) -> sp.csr_matrix:
+    """The L x D matrix whose row labels[k][r] is rows[k][r]; rows not given are empty."""
+    if not labels:
+        return sp.csr_matrix((n_labels, n_features))
+    order = np.concatenate(labels)
+    stacked = sp.vstack(rows, format="csr")
+    place = sp.csr_matrix((np.ones(order.size), (order, np.arange(order.size))), shape=(n_labels, order.size))
+    out = (place @ stacked).tocsr()
+    out.sort_indices()
+    return out
 
 
 def block_size(n_labels: int, dim: int, rec_len: int, n_fields: int, n_threads: int,
@@ -106,19 +123,31 @@ def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray,
                     iter_fields: tuple[str, ...], label_fields: tuple[str, ...], converged: int,
                     first_iteration: int, bias_index: int, prune_threshold: float, n_threads: int,
                     rec_len: int, recorder=None, label_extras: Callable[[dict], dict] | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> BlockResult:
+                    progress: Callable[[int, int], None] | None = None, skip: np.ndarray | None = None,
+                    stop: Callable[[], bool] | None = None,
+                    on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> BlockResult:
     """The block loop every one-vs-all driver runs around its kernel.
 
     Labels go in blocks of consecutive indices, each ordered heaviest first (so that no worker is
     left with a head label at the end); solve(labels, W, rec, summ) trains one block into
     preallocated arrays. After each block the weights are pruned into CSR pieces, the records go to
-    the sink (label_extras may add per-label columns) and progress(done, total) is called."""
+    the sink (label_extras may add per-label columns) and progress(done, total) is called.
+
+    For background runs: labels in `skip` (already trained) are left out, `stop()` is asked before
+    every block (true: return with the labels trained so far), and on_block(labels, weights,
+    bias_weights) receives each block's pruned rows, in increasing label order, to persist them."""
+    todo = np.arange(n_labels, dtype=np.int64)
+    if skip is not None and len(skip):
+        todo = np.setdiff1d(todo, skip)
     block = block_size(n_labels, dim, rec_len, len(iter_fields), n_threads)
     pieces = WeightPieces()
     bias_weights = np.zeros(n_labels)
     iterations = 0
-    for start in range(0, n_labels, block):
-        labels = np.arange(start, min(n_labels, start + block), dtype=np.int64)
+    done = n_labels - todo.size
+    for start in range(0, todo.size, block):
+        if stop is not None and stop():
+            break
+        labels = todo[start:start + block]
         labels = labels[np.argsort(-n_pos[labels], kind="stable")]
         W = np.zeros((labels.size, dim))
         rec = np.zeros((labels.size, rec_len, len(iter_fields)))
@@ -127,11 +156,15 @@ def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray,
         iterations += int(summ[:, 0].sum())
         if bias_index >= 0:
             bias_weights[labels] = W[:, bias_index]
-        pieces.add(W, labels, n_features, prune_threshold)
+        piece = pieces.add(W, labels, n_features, prune_threshold)
         if recorder is not None:
             recorder.write("iteration", iteration_columns(labels, summ, rec, iter_fields, first_iteration))
             cols = label_columns(labels, summ, label_fields, converged)
             recorder.write("label", label_extras(cols) if label_extras else cols)
+        if on_block is not None:
+            ordered = np.sort(labels)
+            on_block(ordered, piece, bias_weights[ordered])
+        done += labels.size
         if progress is not None:
-            progress(int(start + labels.size), n_labels)
+            progress(int(done), n_labels)
     return BlockResult(pieces.matrix(n_labels, n_features), bias_weights, iterations)

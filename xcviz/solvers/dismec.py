@@ -64,11 +64,13 @@ def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
 
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
                threads: int | None = None, recorder=None, run: str = "run",
-               progress: Callable[[int, int], None] | None = None) -> SparseModel:
+               progress: Callable[[int, int], None] | None = None,
+               **background) -> SparseModel:
     """Train one Newton-solved linear classifier per label of Y (n x L) on X (n x D).
 
     recorder: a sink (see xcviz.runs.sinks) or None for recording off. progress(done, total) is
-    called after every block of labels."""
+    called after every block of labels. **background: skip, stop and on_block of
+    solvers.blocks.train_in_blocks, for runs that can be cancelled and resumed."""
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
@@ -108,7 +110,8 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
                                  label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=0,
                                  bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
-                                 rec_len=rec_len, recorder=recorder, progress=progress)
+                                 rec_len=rec_len, recorder=recorder, progress=progress,
+                                 **background)
     info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": result.iterations,
             "threads": n_threads, "n_train": n}
     model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,

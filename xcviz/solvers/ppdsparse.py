@@ -81,8 +81,11 @@ def trivial_objective(n_pos: np.ndarray, n: int, p: PPDSparseParams) -> np.ndarr
 
 def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None = None, *,
                   threads: int | None = None, recorder=None, run: str = "run",
-                  progress: Callable[[int, int], None] | None = None) -> SparseModel:
-    """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method."""
+                  progress: Callable[[int, int], None] | None = None,
+                  **background) -> SparseModel:
+    """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method.
+
+    recorder, progress and **background (skip, stop, on_block) as for fit_dismec."""
     p = params or PPDSparseParams()
     check_problem(X, Y)
     t_start = time.monotonic()
@@ -125,7 +128,8 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
         result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
                                  label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=1,
                                  bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
-                                 rec_len=rec_len, recorder=recorder, label_extras=with_bounds, progress=progress)
+                                 rec_len=rec_len, recorder=recorder, label_extras=with_bounds, progress=progress,
+                                 **background)
     info = {"train_seconds": time.monotonic() - t_start, "outer_iterations": result.iterations,
             "threads": n_threads, "n_train": n}
     model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,

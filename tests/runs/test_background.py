@@ -1,0 +1,133 @@
+"""Run specs, the SQLite store and background runs: launch, records, cancel, kill -9 and resume."""
+import json
+import multiprocessing
+import os
+import re
+import signal
+import sqlite3
+import time
+
+import numpy as np
+import pytest
+
+from xcviz.cli import main
+from xcviz.data import load
+from xcviz.models import SparseModel
+from xcviz.runs.launcher import launch, resume, wait
+from xcviz.runs.spec import RunSpec, SpecError
+from xcviz.runs.store import SCHEMA_VERSION, RunStore, StoreError
+from xcviz.solvers.dismec import DismecParams, fit_dismec
+
+
+def test_spec_round_trip_and_errors():
+    spec = RunSpec(dataset="bibtex", params={"init": "zero"}, threads=1, name="z").validate()
+    back = RunSpec.from_json(spec.to_json())
+    assert back == spec and back.params["init"] == "zero" and back.params["C"] == 1.0
+    for text, phrase in (('{"dataset": "bibtex", "color": 1}', "unknown field(s) color"),
+                         ('{"dataset": "bibtex", "params": {"C": -1}}', "'params'"),
+                         ('{"dataset": "bibtex", "threads": 99}', "'threads'"),
+                         ('{"dataset": "bibtex"', "not valid JSON"),
+                         ('{"solver": "dismec"}', "dataset")):
+        with pytest.raises(SpecError, match=re.escape(phrase)):
+            RunSpec.from_json(text, source="s.json")
+
+
+def test_store_refuses_a_newer_schema(tmp_path):
+    RunStore(tmp_path)
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(StoreError, match="newer"):
+        RunStore(tmp_path)
+
+
+def _writer(home, run, batches):
+    store = RunStore(home)
+    for b in range(batches):
+        store.append_batch(run, "iteration", {"label": np.full(50, b), "objective": np.arange(50.0)})
+
+
+def test_concurrent_writers_and_readers(tmp_path):
+    store = RunStore(tmp_path)
+    runs = [store.create("{}") for _ in range(3)]
+    procs = [multiprocessing.get_context("spawn").Process(target=_writer, args=(str(tmp_path), r, 40)) for r in runs]
+    for p in procs:
+        p.start()
+    seen = 0
+    while any(p.is_alive() for p in procs):
+        seen = max(seen, len(store.records(runs[0], "iteration")[0]))
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    for r in runs:
+        frame, last = store.records(r, "iteration")
+        assert len(frame) == 40 * 50 and last == 40
+        assert list(frame.groupby("label").size()) == [50] * 40
+    assert store.records(runs[0], "iteration", after=39)[0]["label"].unique().tolist() == [39]
+
+
+@pytest.fixture(scope="module")
+def delicious():
+    return load("delicious")
+
+
+def _pid_gone(pid, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[-1][0] == "Z":
+            return
+        time.sleep(0.05)
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_model(tmp_path, delicious):
+    store = RunStore(tmp_path)
+    spec = RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="killed")
+    run = launch(spec, store)
+    while len(store.pieces(run)) < 2:  # let it finish two blocks of labels, then kill it mid-block
+        assert store.get(run)["status"] in ("queued", "running"), store.get(run)["error"]
+        time.sleep(0.05)
+    pid = store.get(run)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    _pid_gone(pid)
+    row = store.get(run)
+    assert row["status"] == "interrupted"
+    done_before = sum(len(p[0]) for p in store.pieces(run))
+    assert 0 < done_before < 983
+    resume(store, run)
+    row = wait(store, run, timeout=300)
+    assert row["status"] == "done", row["error"]
+    labels, _ = store.records(run, "label")
+    assert sorted(labels["label"]) == list(range(983))  # every label trained exactly once
+    model = SparseModel.load(tmp_path / "runs" / run / "model")
+    train, _ = delicious
+    reference = fit_dismec(train.X, train.Y, DismecParams(init="zero"), threads=1)
+    assert (model.weights != reference.weights).nnz == 0
+    np.testing.assert_array_equal(model.bias_weights, reference.bias_weights)
+    assert row["summary"]["p@1"] > 60
+
+
+def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
+    store = RunStore(tmp_path)
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "delicious", "--init", "zero", "--threads", "1", "--name", "to-cancel"]) == 0
+    spec_file.write_text(capsys.readouterr().out)
+    assert main(["launch", str(spec_file), "--home", str(tmp_path)]) == 0
+    run = capsys.readouterr().out.strip()
+    while not store.pieces(run):
+        time.sleep(0.05)
+    assert main(["cancel", run, "--home", str(tmp_path)]) == 0
+    assert main(["wait", run, "--home", str(tmp_path), "--timeout", "120"]) == 0
+    final = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert final["status"] == "cancelled" and 0 < final["labels_done"] < 983
+    model = SparseModel.load(tmp_path / "runs" / run / "model")
+    trained = np.unique(np.concatenate([p[0] for p in store.pieces(run)]))
+    assert model.weights[trained].nnz > 0 and len(trained) == final["labels_done"]
+    assert main(["runs", "--home", str(tmp_path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed[0]["status"] == "cancelled" and listed[0]["name"] == "to-cancel"
+    assert main(["resume", run, "--home", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert wait(store, run, timeout=300)["status"] == "done"

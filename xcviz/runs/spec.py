@@ -1,0 +1,63 @@
+"""The run specification: one JSON-serialisable description of a training run, shared by the
+CLI, the Python API, background workers and (later) the dashboard."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+from ..engine.threads import max_threads
+from ..solvers import make_params, param_dict
+
+
+class SpecError(ValueError):
+    """A run specification that cannot run, naming the field and what is wrong."""
+
+
+@dataclass
+class RunSpec:
+    """dataset: a bundled name or a training-file path (test: its test file); params: the
+    solver's parameters (unset ones take the solver's defaults); threads: None = all cores."""
+
+    dataset: str
+    solver: str = "dismec"
+    params: dict = field(default_factory=dict)
+    test: str | None = None
+    threads: int | None = None
+    name: str = ""
+
+    def validate(self) -> "RunSpec":
+        """Check every field; returns self with params completed by the solver's defaults."""
+        if not isinstance(self.dataset, str) or not self.dataset:
+            raise SpecError("spec field 'dataset': a bundled name or a file path is required")
+        if self.threads is not None and not (isinstance(self.threads, int) and 1 <= self.threads <= max_threads()):
+            raise SpecError(f"spec field 'threads': must be an integer from 1 to {max_threads()}, got {self.threads!r}")
+        if not isinstance(self.params, dict):
+            raise SpecError("spec field 'params': must be an object of solver parameters")
+        try:
+            self.params = param_dict(make_params(self.solver, **self.params))
+        except (ValueError, TypeError) as exc:
+            raise SpecError(f"spec field 'params': {exc}") from None
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "spec") -> "RunSpec":
+        """Parse and validate; errors name the source and the field."""
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if not isinstance(raw, dict):
+            raise SpecError(f"{source}: a run spec is a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise SpecError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        try:
+            return cls(**raw).validate()
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+        except TypeError as exc:
+            raise SpecError(f"{source}: {exc}") from None
