@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench lab clean
+.PHONY: install browser demo test bench lab clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,14 @@ $(STAMP): $(PY) pyproject.toml
 
 install: $(STAMP)
 
+# Debian's chromium for the browser tests (Playwright cannot download browsers here)
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
 demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 lab: $(STAMP)

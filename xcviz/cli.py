@@ -222,6 +222,15 @@ def cmd_wait(args: argparse.Namespace) -> int:
     return 0 if row["status"] in ("done", "cancelled") else 1
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .runs.store import RunStore
+
+    for path in write_report(RunStore(args.home), args.runs, args.output):
+        print(f"wrote {path}")
+    return 0
+
+
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
@@ -287,6 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "wait":
             p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("report", parents=[home], help="write a standalone HTML report (+ CSV/JSON records) of runs")
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("-o", "--output", default="report.html", help="the HTML file (default report.html)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")
     p.add_argument("model", help="model folder written by `xcviz train --out`")

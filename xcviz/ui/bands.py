@@ -16,9 +16,12 @@ def run_colors(names) -> dict[str, str]:
 
 
 def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration", label: str | None = None,
-              logy: bool = False, quantiles: tuple[float, float] = (0.05, 0.95)) -> hv.Overlay:
-    """Median of `field` over labels (line) and its quantile band (shaded), per run, against `by`."""
-    colors = run_colors(runs)
+              logy: bool = False, quantiles: tuple[float, float] = (0.05, 0.95),
+              colors: dict[str, str] | None = None) -> hv.Overlay:
+    """Median of `field` over labels (line) and its quantile band (shaded), per run, against `by`.
+
+    colors: run name -> colour, to keep a run's colour when plots show different subsets of runs."""
+    colors = colors or run_colors(runs)
     lo, hi = (int(round(100 * q)) for q in quantiles)
     # one y dimension per field: plots of the same field share their axis, other plots do not
     y = hv.Dimension(field, label=label or field)
@@ -35,9 +38,9 @@ def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration
 
 
 def scatter_by_run(frames: dict[str, pd.DataFrame], x: str, y: str, *, logx: bool = False,
-                   logy: bool = False) -> hv.Overlay:
+                   logy: bool = False, colors: dict[str, str] | None = None) -> hv.Overlay:
     """One point per row (e.g. per label) of each run, coloured by run."""
-    colors = run_colors(frames)
+    colors = colors or run_colors(frames)
     points = [hv.Scatter(df, x, y, label=name).opts(color=colors[name], alpha=0.6, size=4)
               for name, df in frames.items()]
     return hv.Overlay(points).opts(title=f"{y} against {x}", logx=logx, logy=logy, width=460, height=300,

@@ -1,0 +1,59 @@
+"""The run report: a standalone HTML that renders offline in a real browser, plus CSV/JSON records."""
+import json
+
+import pandas as pd
+import pytest
+
+from tests.ui.browser import ARTIFACTS, browser_page
+from xcviz.cli import main
+from xcviz.data import load
+from xcviz.runs.spec import RunSpec
+from xcviz.runs.store import RunStore, SqliteSink
+from xcviz.solvers import get_solver, make_params
+
+
+@pytest.fixture(scope="module")
+def store_with_runs(tmp_path_factory):
+    """Two finished runs (MSI and zero init on Bibtex) and a PPDSparse run, recorded into a store."""
+    store = RunStore(tmp_path_factory.mktemp("home"))
+    train, _ = load("bibtex")
+    runs = []
+    for solver, params in (("dismec", {"init": "msi"}), ("dismec", {"init": "zero"}), ("ppdsparse", {})):
+        spec = RunSpec(dataset="bibtex", solver=solver, params=params, threads=2).validate()
+        run = store.create(spec.to_json(), f"{solver}-{params.get('init', '')}")
+        model = get_solver(solver).fit(train.X, train.Y, make_params(solver, **spec.params), threads=2,
+                                       recorder=SqliteSink(store, run))
+        store.update(run, status="done", summary={"model_nnz": model.nnz, "p@1": 64.0}, versions={"xcviz": "test"})
+        runs.append(run)
+    return store, runs
+
+
+def test_report_opens_offline_and_renders(store_with_runs, tmp_path, capsys):
+    store, runs = store_with_runs
+    out = tmp_path / "report.html"
+    assert main(["report", *runs, "-o", str(out), "--home", str(store.home)]) == 0
+    text = out.read_text()
+    assert "cdn.bokeh.org" not in text and "<script" in text  # resources inline
+    assert all(run in text for run in runs)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with browser_page() as (page, errors):
+        page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
+        page.goto(out.as_uri())
+        page.wait_for_selector("canvas", timeout=30000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        assert page.locator("canvas").count() >= 4
+        assert "Metrics" in page.content()
+    assert errors == []
+
+
+def test_report_exports_records(store_with_runs, tmp_path):
+    from xcviz.report import write_report
+
+    store, runs = store_with_runs
+    written = write_report(store, runs[:1], tmp_path / "r.html")
+    csv = pd.read_csv(tmp_path / f"r-{runs[0]}-iterations.csv")
+    records, _ = store.records(runs[0], "iteration")
+    assert len(csv) == len(records) and list(csv.columns) == list(records.columns)
+    assert len(json.loads((tmp_path / f"r-{runs[0]}-labels.json").read_text())) == 159
+    assert len(written) == 5
