@@ -70,24 +70,22 @@ class WeightPieces:
     """Collects each block's kept weights as CSR pieces and assembles the L x D matrix."""
 
     def __init__(self) -> None:
-        self.labels, self.counts, self.indices, self.values = [], [], [], []
+        self.labels: list[np.ndarray] = []
+        self.rows: list[sp.csr_matrix] = []
 
     def add(self, W: np.ndarray, labels: np.ndarray, n_features: int, threshold: float) -> sp.csr_matrix:
         """Prune block W (rows = labels, in any order); returns the block's rows in label order."""
         order = np.argsort(labels)
-        c, i, v = prune_block(W, order, n_features, threshold)
+        counts, indices, values = prune_block(W, order, n_features, threshold)
+        piece = sp.csr_matrix((values, indices, np.concatenate([[0], np.cumsum(counts)])),
+                              shape=(labels.size, n_features))
         self.labels.append(labels[order])
-        self.counts.append(c)
-        self.indices.append(i)
-        self.values.append(v)
-        return sp.csr_matrix((v, i, np.concatenate([[0], np.cumsum(c)])), shape=(labels.size, n_features))
+        self.rows.append(piece)
+        return piece
 
     def matrix(self, n_labels: int, n_features: int) -> sp.csr_matrix:
         """All labels' rows, in label order (labels never added stay empty)."""
-        return assemble_rows(self.labels, [sp.csr_matrix((v, i, np.concatenate([[0], np.cumsum(c)])),
-                                                         shape=(c.size, n_features))
-                                           for c, i, v in zip(self.counts, self.indices, self.values)],
-                             n_labels, n_features)
+        return assemble_rows(self.labels, self.rows, n_labels, n_features)
 
 
 def assemble_rows(labels: list[np.ndarray], rows: list[sp.csr_matrix], n_labels: int, n_features: int) -> sp.csr_matrix:
@@ -96,6 +94,8 @@ def assemble_rows(labels: list[np.ndarray], rows: list[sp.csr_matrix], n_labels:
         return sp.csr_matrix((n_labels, n_features))
     order = np.concatenate(labels)
     stacked = sp.vstack(rows, format="csr")
+    if order.size == n_labels and np.array_equal(order, np.arange(n_labels)):
+        return stacked  # every label, already in order: no placement (and no extra copy) needed
     place = sp.csr_matrix((np.ones(order.size), (order, np.arange(order.size))), shape=(n_labels, order.size))
     out = (place @ stacked).tocsr()
     out.sort_indices()
