@@ -1,11 +1,12 @@
-# Two commands set everything up on a fresh machine: `make demo` (until the dashboard lands) and `make test`.
+# Two commands set everything up on a fresh machine: `make dashboard` and `make test` (`make demo` trains
+# MSI on Bibtex in the terminal).
 # `make bench` writes BENCHMARKS.md; `make lab` opens the notebooks.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test bench lab clean
+.PHONY: install browser dashboard demo test bench lab clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +21,9 @@ install: $(STAMP)
 # Debian's chromium for the browser tests (Playwright cannot download browsers here)
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+dashboard: $(STAMP)
+	$(VENV)/bin/panel serve apps/dashboard.py --address 127.0.0.1 --port 5006
 
 demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2

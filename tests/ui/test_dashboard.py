@@ -1,0 +1,88 @@
+"""The dashboard in a real browser: launch a two-initializer comparison, watch it train, see metrics."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ui.browser import ARTIFACTS, browser_page
+
+APP = Path(__file__).resolve().parents[2] / "apps" / "dashboard.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "XCVIZ_HOME": str(tmp_path / "home")}
+    log = (tmp_path / "server.log").open("wb")  # a pipe nobody reads would block the server once full
+    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port),
+                             "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/dashboard"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+    log.close()
+
+
+def _text(page) -> str:
+    """All text of the page, shadow DOM included (Panel renders its components in shadow roots)."""
+    return page.evaluate("""() => {
+        const out = [];
+        const walk = (node) => {
+            if (node.nodeType === Node.TEXT_NODE) out.push(node.textContent);
+            if (node.shadowRoot) walk(node.shadowRoot);
+            node.childNodes.forEach(walk);
+        };
+        walk(document.body);
+        return out.join(" ");
+    }""")
+
+
+def _records_shown(page) -> int:
+    match = re.search(r"records shown: (\d+)", _text(page))
+    return int(match.group(1)) if match else 0
+
+
+def test_compare_two_initializers_live(server):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with browser_page(1300, 1000) as (page, errors):
+        page.goto(server)
+        page.wait_for_selector("text=Compare", timeout=60000)
+        page.locator("select").first.select_option("delicious")
+        page.get_by_role("button", name="Compare").click()
+        counts = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(1000)
+            counts.append(_records_shown(page))
+            if len(counts) == 3:
+                page.screenshot(path=str(ARTIFACTS / "dashboard-mid-run.png"))
+            if _text(page).count("done 983/983 labels") == 2:  # both progress lines
+                break
+        page.wait_for_timeout(1500)
+        body = _text(page)
+        page.screenshot(path=str(ARTIFACTS / "dashboard-done.png"), full_page=True)
+        assert body.count("done 983/983 labels") == 2, body[-500:]
+        growth = [b for a, b in zip(counts, counts[1:]) if b > a]
+        assert len(growth) >= 2, counts  # the plotted records grew while the runs trained
+        assert "delicious-zero" in body and "delicious-msi" in body
+        assert re.search(r"6\d\.\d\d", body)  # final P@1 of both runs in the table
+        assert page.locator("canvas").count() >= 4
+    assert errors == []
