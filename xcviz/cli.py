@@ -231,6 +231,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    app = Path(__file__).resolve().parents[1] / "apps" / "dashboard.py"
+    if not app.exists():
+        raise OSError(f"{app}: the dashboard app is missing (serve works from a source checkout)")
+    for folder in args.data_dir:
+        if not Path(folder).is_dir():
+            raise ValueError(f"--data-dir {folder}: no such folder")
+    command = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address, "--port", str(args.port),
+               "--allow-websocket-origin", f"{args.address}:{args.port}"]
+    if args.basic_auth:
+        command += ["--basic-auth", args.basic_auth, "--cookie-secret", args.cookie_secret or os.urandom(16).hex()]
+    env = {**os.environ, "XCVIZ_DATA_DIRS": os.pathsep.join(str(Path(d).resolve()) for d in args.data_dir)}
+    if args.home:
+        env["XCVIZ_HOME"] = args.home
+    return subprocess.call(command, env=env)
+
+
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
@@ -301,6 +321,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN")
     p.add_argument("-o", "--output", default="report.html", help="the HTML file (default report.html)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("serve", parents=[home], help="serve the dashboard (panel serve apps/dashboard.py)")
+    p.add_argument("--port", type=int, default=5006)
+    p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--data-dir", action="append", default=[], metavar="DIR",
+                   help="a folder whose *_train.txt* files the dashboard offers (repeatable)")
+    p.add_argument("--basic-auth", help="passed to panel serve: a password, or a JSON file of user: password")
+    p.add_argument("--cookie-secret", help="passed to panel serve with --basic-auth (default: random)")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")
     p.add_argument("model", help="model folder written by `xcviz train --out`")

@@ -86,3 +86,50 @@ def test_compare_two_initializers_live(server):
         assert re.search(r"6\d\.\d\d", body)  # final P@1 of both runs in the table
         assert page.locator("canvas").count() >= 4
     assert errors == []
+
+
+def test_cancel_a_ticked_run_from_the_page(server):
+    with browser_page(1300, 1000) as (page, errors):
+        page.goto(server)
+        page.wait_for_selector("text=Compare", timeout=60000)
+        page.locator("select").first.select_option("delicious")
+        page.get_by_role("button", name="Compare").click()
+        page.wait_for_selector("text=running", timeout=30000)
+        page.locator("input[type=checkbox]").nth(1).check()  # the first run: zero initialisation
+        page.get_by_role("button", name="Cancel ticked runs").click()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "cancelled" not in _text(page):
+            page.wait_for_timeout(500)
+        assert "delicious-zero cancelled" in _text(page)
+    assert errors == []
+
+
+def test_serve_command_binds_and_passes_basic_auth(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port), "--home",
+                             str(tmp_path / "home"), "--basic-auth", "s3cret-pass"],
+                            stdout=(tmp_path / "log").open("wb"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=5) as response:
+                    body = response.read().decode()
+                    url = response.geturl()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.3)
+        assert "/login" in url and "password" in body.lower()  # basic auth: the login page, not the app
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_serve_refuses_a_missing_data_dir(capsys):
+    from xcviz.cli import main
+
+    assert main(["serve", "--data-dir", "/no/such/folder"]) == 2
+    assert "no such folder" in capsys.readouterr().err

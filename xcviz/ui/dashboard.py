@@ -15,7 +15,7 @@ import panel as pn
 from ..data.registry import bundled, resolve
 from ..engine.threads import max_threads
 from ..runs.aggregate import relative_to_final
-from ..runs.launcher import launch
+from ..runs.launcher import launch, resume
 from ..runs.spec import RunSpec
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
@@ -70,6 +70,10 @@ class Dashboard:
         self.progress = pn.Column()
         self.plots = pn.pane.HoloViews(hv.Div("<p>Launch or select runs to see them train.</p>"), sizing_mode="stretch_width")
         self.status = pn.pane.Markdown("", name="status")
+        self.cancel_button = pn.widgets.Button(name="Cancel ticked runs", button_type="warning")
+        self.resume_button = pn.widgets.Button(name="Resume ticked runs", button_type="success")
+        self.cancel_button.on_click(lambda _e: self._on_ticked(self.store.request_cancel))
+        self.resume_button.on_click(lambda _e: self._on_ticked(lambda run: resume(self.store, run)))
         self.watched: list[str] = []  # the runs launched from this page, plotted until others are ticked
         self._sizes: dict[str, int] = {}
 
@@ -96,6 +100,21 @@ class Dashboard:
             self.message.object = str(exc)
             self.message.visible = True
 
+    def _ticked(self) -> list[str]:
+        frame = self.table.value
+        return [frame.iloc[i]["id"] for i in self.table.selection if i < len(frame)]
+
+    def _on_ticked(self, action) -> None:
+        """Apply a run action (cancel, resume) to the ticked runs; errors show on the page."""
+        try:
+            for run in self._ticked():
+                action(run)
+            self.message.visible = False
+        except ValueError as exc:
+            self.message.object = str(exc)
+            self.message.visible = True
+        self.refresh()
+
     def _rows_of(self, row: dict) -> int:
         """Training rows of a run's data set (for the active set as a fraction)."""
         spec = RunSpec.from_json(row["spec"])
@@ -108,7 +127,7 @@ class Dashboard:
         """Re-read the store: the runs table, progress bars and plots of the watched runs."""
         frame = self._runs_frame()
         self.table.value = frame
-        selected = [frame.iloc[i]["id"] for i in self.table.selection if i < len(frame)] or self.watched
+        selected = self._ticked() or self.watched
         if not selected:
             return
         iterations, labels, bars = {}, {}, []
@@ -155,7 +174,8 @@ class Dashboard:
     def view(self) -> pn.Row:
         sidebar = [pn.pane.Markdown("### Launch"), self.dataset, self.solver, self.inits, self.threads,
                    self.param_pane, self.launch_button, self.message]
-        main = [pn.Column(pn.pane.Markdown("## Runs"), self.table, self.progress, self.status,
+        main = [pn.Column(pn.pane.Markdown("## Runs"), self.table, pn.Row(self.cancel_button, self.resume_button),
+                          self.progress, self.status,
                           pn.pane.Markdown("## Live"), self.plots, sizing_mode="stretch_width")]
         pn.state.add_periodic_callback(self.refresh, period=1000)
         return pn.Row(pn.Column(pn.pane.Markdown("# xcviz"), *sidebar, width=300), *main)
