@@ -53,7 +53,9 @@ class Dashboard:
         self.cache = RecordCache(self.store)
         self.datasets = bundled() + [str(p) for d in data_dirs or [] for p in sorted(Path(d).glob("*_train.txt*"))]
         self.dataset = pn.widgets.Select(name="Data set", options=self.datasets, value=self.datasets[0])
-        self.solver = pn.widgets.Select(name="Solver", options=list(SOLVERS), value="dismec")
+        # the launch panel's widgets are the Newton solver's; other solvers run from specs until the
+        # panel rebuilds its widgets per solver
+        self.solver = pn.widgets.Select(name="Solver", options=["dismec"], value="dismec")
         self.inits = pn.widgets.MultiChoice(name="Initializers to compare", options=["zero", "bias", "ovap", "msi"],
                                             value=["zero", "msi"])
         self.threads = pn.widgets.IntSlider(name="Threads", start=1, end=max_threads(), value=1)
@@ -77,8 +79,8 @@ class Dashboard:
         self.watched: list[str] = []  # the runs launched from this page, plotted until others are ticked
         self._sizes: dict[str, int] = {}
 
-    def _runs_frame(self) -> pd.DataFrame:
-        rows = self.store.list()
+    def _runs_frame(self, rows: list[dict] | None = None) -> pd.DataFrame:
+        rows = self.store.list() if rows is None else rows
         return pd.DataFrame([{"id": r["id"], "name": r["name"], "status": r["status"],
                               "done": f"{r['done']}/{r['total']}",
                               "p@1": r["summary"].get("p@1", np.nan), "p@5": r["summary"].get("p@5", np.nan),
@@ -125,13 +127,13 @@ class Dashboard:
 
     def refresh(self) -> None:
         """Re-read the store: the runs table, progress bars and plots of the watched runs."""
-        frame = self._runs_frame()
-        self.table.value = frame
+        listed = self.store.list()
+        self.table.value = self._runs_frame(listed)
         selected = self._ticked() or self.watched
         if not selected:
             return
         iterations, labels, bars = {}, {}, []
-        rows = {r["id"]: r for r in self.store.list()}
+        rows = {r["id"]: r for r in listed}
         for run in selected:
             frames = self.cache.refresh(run)
             row = rows.get(run)
