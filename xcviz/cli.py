@@ -233,7 +233,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
-    import subprocess
 
     app = Path(__file__).resolve().parents[1] / "apps" / "dashboard.py"
     if not app.exists():
@@ -248,7 +247,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     env = {**os.environ, "XCVIZ_DATA_DIRS": os.pathsep.join(str(Path(d).resolve()) for d in args.data_dir)}
     if args.home:
         env["XCVIZ_HOME"] = args.home
-    return subprocess.call(command, env=env)
+    # replace this process, so that stopping `xcviz serve` (Ctrl-C, SIGTERM) stops the server itself
+    os.execve(sys.executable, command, env)
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:

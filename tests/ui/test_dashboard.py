@@ -126,6 +126,8 @@ def test_serve_command_binds_and_passes_basic_auth(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+    with socket.socket() as s:  # stopping `xcviz serve` stopped the server, not just a wrapper
+        assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
 def test_serve_refuses_a_missing_data_dir(capsys):
