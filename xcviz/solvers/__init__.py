@@ -7,8 +7,8 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
-from .ppdsparse import PPDSparseParams, fit_ppdsparse
 from .params import param_dict
+from .ppdsparse import PPDSparseParams, fit_ppdsparse
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..engine.sparse import prepare_rows, prune_block
+from ..models import SparseModel
 
 INT_FIELDS = frozenset({"iterations", "n_pos", "status", "nnz", "active_set", "cg_steps", "nnz_search"})
 
@@ -19,14 +20,6 @@ class TrainingRows(NamedTuple):
     indices: np.ndarray
     data: np.ndarray
     colsum: np.ndarray
-
-
-def check_problem(X: sp.spmatrix, Y: sp.spmatrix) -> None:
-    """Refuse what no one-vs-all solver can train: mismatched rows, no rows, no labels."""
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    if X.shape[0] == 0 or Y.shape[1] == 0:
-        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
 
 
 def training_rows(X: sp.spmatrix, normalize: bool, bias: float) -> TrainingRows:
@@ -41,6 +34,53 @@ def positives(Y: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
     Yc = sp.csc_matrix(Y)
     Yc.sort_indices()
     return Yc.indptr, Yc.indices
+
+
+class Problem(NamedTuple):
+    """A one-vs-all training problem as every driver's kernels take it."""
+
+    n: int
+    n_features: int
+    n_labels: int
+    rows: TrainingRows
+    dim: int                # columns the kernels see: features, plus the bias column if any
+    pos_ptr: np.ndarray
+    pos_rows: np.ndarray
+    n_pos: np.ndarray
+    bias_index: int         # the bias column, or -1 without a bias
+
+
+def prepare_problem(X: sp.spmatrix, Y: sp.spmatrix, normalize: bool, bias: float) -> Problem:
+    """Check X and Y and prepare them; refuses what no one-vs-all solver can train (mismatched
+    rows, no rows, no labels)."""
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    if X.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"nothing to train: {X.shape[0]} rows, {Y.shape[1]} labels")
+    rows = training_rows(X, normalize, bias)
+    dim = rows.colsum.shape[0]
+    pos_ptr, pos_rows = positives(Y)
+    return Problem(X.shape[0], X.shape[1], Y.shape[1], rows, dim, pos_ptr, pos_rows, np.diff(pos_ptr),
+                   dim - 1 if bias > 0 else -1)
+
+
+def begin_recording(recorder, *, run: str, solver: str, params: dict, n_threads: int, problem: Problem,
+                    iter_fields: tuple[str, ...], label_fields: tuple[str, ...]) -> None:
+    """The `begin` record every driver sends: what runs on what, and which fields follow."""
+    recorder.begin({"run": run, "solver": solver, "params": params, "threads": n_threads, "n": problem.n,
+                    "n_features": problem.n_features, "n_labels": problem.n_labels,
+                    "iter_fields": list(iter_fields), "label_fields": list(label_fields)})
+
+
+def finish_model(result: "BlockResult", *, problem: Problem, solver: str, params: dict, bias: float,
+                 normalize: bool, iterations_name: str, seconds: float, n_threads: int, recorder=None) -> SparseModel:
+    """The model of a finished block loop, its training summary, and the sink's `end` record."""
+    info = {"train_seconds": seconds, iterations_name: result.iterations, "threads": n_threads, "n_train": problem.n}
+    model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=bias, normalize=normalize,
+                        solver=solver, params=params, info=info)
+    if recorder is not None:
+        recorder.end({**info, "model_nnz": model.nnz})
+    return model
 
 
 def label_columns(labels: np.ndarray, summ: np.ndarray, fields: tuple[str, ...], converged: int) -> dict:

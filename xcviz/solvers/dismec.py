@@ -17,7 +17,13 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import check_problem, positives, train_in_blocks, training_rows
+from .blocks import (
+    begin_recording,
+    finish_model,
+    prepare_problem,
+    train_in_blocks,
+    training_rows,
+)
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
@@ -74,16 +80,10 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
-    check_problem(X, Y)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
-    n, n_features = X.shape
-    n_labels = Y.shape[1]
-    rows = training_rows(X, p.normalize, p.bias)
-    dim = rows.colsum.shape[0]
-    pos_ptr, pos_rows = positives(Y)
-    n_pos = np.diff(pos_ptr)
-    bias_index = dim - 1 if p.bias > 0 else -1
+    prob = prepare_problem(X, Y, p.normalize, p.bias)
+    rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
     solve = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
     record = recorder is not None
@@ -91,31 +91,26 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
 
     with using_threads(threads) as n_threads:
         if record:
-            recorder.begin({"run": run, "solver": "dismec", "params": param_dict(p), "threads": n_threads,
-                            "n": n, "n_features": n_features, "n_labels": n_labels,
-                            "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
+            begin_recording(recorder, run=run, solver="dismec", params=param_dict(p), n_threads=n_threads,
+                            problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
         if p.init == "ovap":
             init_mode = K.INIT_VECTOR
             init_vec = K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C,
                                             p.eps, p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
-            init_vec = rows.colsum / max(n, 1)
+            init_vec = rows.colsum / prob.n
 
         def solve_block(labels, W, rec, summ):
-            K.train_block(rows.indptr, rows.indices, rows.data, dim, pos_ptr, pos_rows, labels, init_mode,
+            K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init_mode,
                           init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
                           n_threads, W, rec, summ)
 
-        result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
-                                 label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=0,
-                                 bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
-                                 rec_len=rec_len, recorder=recorder, progress=progress,
-                                 **background)
-    info = {"train_seconds": time.monotonic() - t_start, "newton_iterations": result.iterations,
-            "threads": n_threads, "n_train": n}
-    model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,
-                        normalize=p.normalize, solver="dismec", params=param_dict(p), info=info)
-    if record:
-        recorder.end({**info, "model_nnz": model.nnz})
-    return model
+        result = train_in_blocks(prob.n_labels, prob.n_features, dim, prob.n_pos, solve=solve_block,
+                                 iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS,
+                                 converged=K.STATUS_CONVERGED, first_iteration=0, bias_index=bias_index,
+                                 prune_threshold=p.prune_threshold, n_threads=n_threads, rec_len=rec_len,
+                                 recorder=recorder, progress=progress, **background)
+    return finish_model(result, problem=prob, solver="dismec", params=param_dict(p), bias=p.bias,
+                        normalize=p.normalize, iterations_name="newton_iterations",
+                        seconds=time.monotonic() - t_start, n_threads=n_threads, recorder=recorder)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import check_problem, positives, train_in_blocks, training_rows
+from .blocks import begin_recording, finish_model, prepare_problem, train_in_blocks
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
@@ -87,33 +87,27 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
 
     recorder, progress and **background (skip, stop, on_block) as for fit_dismec."""
     p = params or PPDSparseParams()
-    check_problem(X, Y)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
-    n, n_features = X.shape
-    n_labels = Y.shape[1]
-    rows = training_rows(X, p.normalize, p.bias)
-    dim = rows.colsum.shape[0]
+    prob = prepare_problem(X, Y, p.normalize, p.bias)
+    n, rows, dim, bias_index = prob.n, prob.rows, prob.dim, prob.bias_index
     features = sp.csr_matrix((rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64)),
-                             shape=(n, dim))[:, :n_features]
+                             shape=(n, dim))[:, :prob.n_features]
     c_ptr, c_row, c_val = _columns_by_magnitude(features)
     rownorm2 = np.bincount(np.repeat(np.arange(n), np.diff(rows.indptr.astype(np.int64))), weights=rows.data ** 2,
                            minlength=n)
-    pos_ptr, pos_rows = positives(Y)
-    n_pos = np.diff(pos_ptr)
-    bias_index = dim - 1 if p.bias > 0 else -1
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.HINGE
     record = recorder is not None
     rec_len = p.max_iter if record else 1
 
     with using_threads(threads) as n_threads:
         if record:
-            recorder.begin({"run": run, "solver": "ppdsparse", "params": param_dict(p), "threads": n_threads,
-                            "n": n, "n_features": n_features, "n_labels": n_labels,
-                            "iter_fields": list(K.ITER_FIELDS), "label_fields": list(K.LABEL_FIELDS)})
+            begin_recording(recorder, run=run, solver="ppdsparse", params=param_dict(p), n_threads=n_threads,
+                            problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
 
         def solve_block(labels, W, rec, summ):
-            K.train_block(rows.indptr, rows.indices, rows.data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows,
+            K.train_block(rows.indptr, rows.indices, rows.data, rownorm2, c_ptr, c_row, c_val, prob.pos_ptr,
+                          prob.pos_rows,
                           labels, loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps,
                           p.max_iter, bias_index, float(p.bias), p.seed, t0_ns, record, n_threads, W, rec, summ)
 
@@ -125,15 +119,11 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
             cols["w_bound_strict"] = trivial / p.lam if p.lam > 0 else np.full(trivial.shape, np.inf)
             return cols
 
-        result = train_in_blocks(n_labels, n_features, dim, n_pos, solve=solve_block, iter_fields=K.ITER_FIELDS,
-                                 label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED, first_iteration=1,
-                                 bias_index=bias_index, prune_threshold=p.prune_threshold, n_threads=n_threads,
-                                 rec_len=rec_len, recorder=recorder, label_extras=with_bounds, progress=progress,
-                                 **background)
-    info = {"train_seconds": time.monotonic() - t_start, "outer_iterations": result.iterations,
-            "threads": n_threads, "n_train": n}
-    model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=p.bias,
-                        normalize=p.normalize, solver="ppdsparse", params=param_dict(p), info=info)
-    if record:
-        recorder.end({**info, "model_nnz": model.nnz})
-    return model
+        result = train_in_blocks(prob.n_labels, prob.n_features, dim, prob.n_pos, solve=solve_block,
+                                 iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS,
+                                 converged=K.STATUS_CONVERGED, first_iteration=1, bias_index=bias_index,
+                                 prune_threshold=p.prune_threshold, n_threads=n_threads, rec_len=rec_len,
+                                 recorder=recorder, label_extras=with_bounds, progress=progress, **background)
+    return finish_model(result, problem=prob, solver="ppdsparse", params=param_dict(p), bias=p.bias,
+                        normalize=p.normalize, iterations_name="outer_iterations",
+                        seconds=time.monotonic() - t_start, n_threads=n_threads, recorder=recorder)
