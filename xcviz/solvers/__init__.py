@@ -13,17 +13,19 @@ from .ppdsparse import PPDSparseParams, fit_ppdsparse
 
 @dataclass(frozen=True)
 class Solver:
-    """A solver family: its parameter class and its fit function."""
+    """A solver family: its parameter class, its fit function, and `compare`, the parameter whose
+    values the dashboard's Compare runs side by side (one run per selected value)."""
 
     name: str
     params: type[param.Parameterized]
     fit: Callable
+    compare: str
 
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
-SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec),
-                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse)}
+SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
+                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss")}
 
 
 def get_solver(name: str) -> Solver:
