@@ -28,3 +28,90 @@ def test_bands_by_iteration():
 def test_relative_to_final():
     rel = relative_to_final(_records())
     np.testing.assert_allclose(rel, [1.0, 0.2, 0.0, 4.0, 1.0, 0.0, 9.0, 0.0])
+
+
+def test_grouped_quantiles_match_pandas_batch_by_batch():
+    from xcviz.runs.aggregate import GroupedQuantiles
+
+    rng = np.random.default_rng(0)
+    acc, seen = GroupedQuantiles((0.05, 0.95)), []
+    for size in (50, 1, 300, 7, 120):
+        batch = pd.DataFrame({"iteration": rng.integers(0, 12, size), "v": rng.normal(size=size)})
+        batch.loc[batch.index[::9], "v"] = np.nan  # missing values are left out, as pandas does
+        acc.add(batch["iteration"].to_numpy(), batch["v"].to_numpy())
+        seen.append(batch)
+        expected = quantile_bands(pd.concat(seen).dropna(), "v")
+        got = acc.bands()
+        np.testing.assert_array_equal(got["group"], expected["iteration"])
+        for column in ("median", "lower", "upper", "count"):
+            np.testing.assert_allclose(got[column], expected[column])
+
+
+def _run_batches():
+    """Two batches of whole labels, as the store holds them: labels 0-1, then label 2."""
+    first = pd.DataFrame({"label": [0, 0, 0, 1, 1, 1], "iteration": [0, 1, 2, 0, 1, 2],
+                          "objective": [10.0, 6.0, 5.0, 20.0, 8.0, 4.0], "active_set": [8, 4, 2, 6, 4, 4],
+                          "seconds": [0.5, 1.0, 1.0, 0.5, 2.0, 2.0], "wall": [0.1, 0.3, 0.6, 0.1, 1.2, 2.5]})
+    second = pd.DataFrame({"label": [2, 2], "iteration": [0, 1], "objective": [30.0, 3.0], "active_set": [10, 2],
+                           "seconds": [0.25, 0.25], "wall": [2.6, 2.7]})
+    return first, second
+
+
+def test_run_aggregate_bands_follow_new_batches():
+    from xcviz.runs.aggregate import RunAggregate
+
+    first, second = _run_batches()
+    agg = RunAggregate(n_rows=10)
+    agg.add(first)
+    assert agg.version == 1 and set(agg.fields()) >= {"objective_gap", "active_fraction", "seconds"}
+    np.testing.assert_allclose(agg.bands("active_fraction")["median"], [0.7, 0.4, 0.3])
+    agg.add(second)
+    bands = agg.bands("active_fraction")
+    assert list(bands["x"]) == [0, 1, 2] and list(bands["count"]) == [3, 3, 2]
+    np.testing.assert_allclose(bands["median"], [0.8, 0.4, 0.3])
+    # the gap is left out at each label's last iteration, where it is 0 by definition
+    np.testing.assert_allclose(agg.bands("objective_gap")["median"], [4.0, 0.6])
+    # seconds skip iteration 0 (set-up, no step); work counts it: 1.25 CPU-s at iteration 0, +3.25, +3
+    work = agg.bands("seconds", "work")
+    np.testing.assert_allclose(work["x"], [4.5, 7.5])
+    np.testing.assert_allclose(work["median"], [1.0, 1.5])
+
+
+def test_run_aggregate_wall_bins_and_plain_runs():
+    from xcviz.runs.aggregate import WALL_BIN_MIN, RunAggregate
+
+    first, second = _run_batches()
+    agg = RunAggregate()
+    agg.add(first)
+    agg.add(second)
+    assert agg.wall_bin() == 2 * WALL_BIN_MIN  # 2.7 s does not fit 200 bins of 0.01 s
+    wall = agg.bands("active_set", "wall")
+    assert wall["count"].sum() == 8 and wall["x"].is_monotonic_increasing
+    np.testing.assert_allclose(wall["x"].iloc[0], 0.5 * 0.02 + 0.1 // 0.02 * 0.02)
+    plain = RunAggregate()
+    plain.add(pd.DataFrame({"iteration": np.arange(5), "accuracy": [0.1, 0.5, 0.7, 0.8, 0.85]}))
+    line = plain.bands("accuracy")
+    assert list(line["median"]) == list(line["lower"]) == list(line["upper"]) == [0.1, 0.5, 0.7, 0.8, 0.85]
+    assert plain.axes() == ["iteration"] and plain.bands("accuracy", "wall").empty
+
+
+def test_smoothing_and_downsampling_rules():
+    from xcviz.runs.aggregate import downsample, smooth, smoothing_rule
+
+    values = np.array([1.0, 3.0, np.nan, 5.0, 100.0])
+    np.testing.assert_array_equal(smooth(values), values)
+    np.testing.assert_allclose(smooth(values, "median", 3), [1.0, 2.0, np.nan, 4.0, 52.5])
+    ema = smooth(values, "ema", 3)  # alpha 0.5, bias-corrected: the first point is kept
+    assert ema[0] == 1.0 and np.isnan(ema[2]) and 5.0 < ema[4] < 100.0
+    assert smoothing_rule("ema", 3) == "EMA span 3"
+    index, k = downsample(2500, 1000)
+    assert k == 3 and index[0] == 0 and index[-1] == 2499 and len(index) <= 1000 + 1
+    assert downsample(10, 1000)[1] == 1
+
+
+def test_slowest_labels_and_eta():
+    from xcviz.runs.aggregate import eta_seconds, slowest_labels
+
+    labels = pd.DataFrame({"label": [0, 1, 2], "seconds": [0.2, 0.9, 0.5]})
+    assert list(slowest_labels(labels, 2)["label"]) == [1, 2]
+    assert eta_seconds(10.0, 25, 100) == 30.0 and eta_seconds(1.0, 0, 10) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import time
@@ -176,10 +177,15 @@ class RunStore:
         return out
 
     def delete(self, run: str) -> None:
-        self.get(run)
+        """Remove a run for good: its row, records, stored weights and its folder (model, log).
+        A run whose process is still training is refused: cancel it first."""
+        row = self.get(run)
+        if row["status"] in ("running", "queued") and row["pid"] is not None:
+            raise StoreError(f"run {run} is {row['status']}: cancel it before deleting it")
         with self._connect() as db:
             for table, key in (("batches", "run"), ("pieces", "run"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run,))
+        shutil.rmtree(self.home / "runs" / run, ignore_errors=True)
 
 
 class SqliteSink:

@@ -1,0 +1,40 @@
+"""Deleting a run removes everything the store holds for it, and nothing of the other runs."""
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xcviz.runs.store import RunStore, StoreError
+
+
+def _run_with_everything(store: RunStore, name: str) -> str:
+    run = store.create("{}", name)
+    store.append_batch(run, "iteration", {"label": np.arange(3), "iteration": np.zeros(3, np.int64)})
+    store.add_piece(run, np.arange(3), sp.csr_matrix(np.eye(3)), np.zeros(3))
+    (store.run_dir(run) / "model").mkdir()
+    (store.run_dir(run) / "log.txt").write_text("trained\n")
+    store.update(run, status="done")
+    return run
+
+
+def test_delete_removes_rows_records_pieces_and_folder(tmp_path):
+    store = RunStore(tmp_path)
+    gone, kept = _run_with_everything(store, "gone"), _run_with_everything(store, "kept")
+    store.delete(gone)
+    assert [r["id"] for r in store.list()] == [kept]
+    assert store.records(gone, "iteration")[0].empty and store.pieces(gone) == []
+    assert not (tmp_path / "runs" / gone).exists()
+    assert len(store.records(kept, "iteration")[0]) == 3 and len(store.pieces(kept)) == 1
+    assert (tmp_path / "runs" / kept / "log.txt").exists()
+    with pytest.raises(StoreError):
+        store.delete(gone)
+
+
+def test_delete_refuses_a_run_that_is_still_training(tmp_path):
+    store = RunStore(tmp_path)
+    run = _run_with_everything(store, "busy")
+    store.update(run, status="running", pid=os.getpid(), host=os.uname().nodename)
+    with pytest.raises(StoreError, match="cancel it before deleting"):
+        store.delete(run)
+    assert store.get(run)["status"] == "running"
