@@ -53,3 +53,11 @@ def add_bias(X, value: float = 1.0) -> sp.csr_matrix:
         return out
     bias = sp.csr_matrix(np.full((out.shape[0], 1), float(value)))
     return sp.hstack([out, bias], format="csr")
+
+
+def replicate_multiclass(X, Y) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Multi-label data as multiclass: each row once per label it has (rows without a label are
+    dropped), as MEMOIR's paper did for LSHTC. Returns (X replicated, class of each new row)."""
+    Y = sp.csr_matrix(Y)
+    rows = np.repeat(np.arange(Y.shape[0]), np.diff(Y.indptr))
+    return sp.csr_matrix(X)[rows], Y.indices.astype(np.int64)

@@ -1,0 +1,61 @@
+"""The exact margin oracle: the true argmax over all classes but the excluded one."""
+from __future__ import annotations
+
+import numpy as np
+import param
+import scipy.sparse as sp
+
+from ..engine.exact_search import exact_argmax
+from ..engine.threads import using_threads
+from .base import ClassVectors
+
+
+class ExactParams(param.Parameterized):
+    """The exact oracle has nothing to tune."""
+
+
+def feature_major(vectors: ClassVectors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The class vectors as (features x classes) CSR arrays: the store's own snapshot when it has
+    one, otherwise built from its rows."""
+    if hasattr(vectors, "columns"):
+        return vectors.columns()
+    Wt = sp.csr_matrix(vectors.rows(np.arange(vectors.n_classes, dtype=np.int64)).T)
+    return Wt.indptr.astype(np.int64), Wt.indices.astype(np.int64), Wt.data.astype(np.float64)
+
+
+class ExactOracle:
+    """argmax_{c != y} w_c . x over all C classes, in parallel over queries; the reference every
+    approximate oracle's recall and margin error are measured against."""
+
+    name = "exact"
+
+    def __init__(self, params: ExactParams | None = None, seed: int = 0, threads: int | None = None) -> None:
+        self.params = params or ExactParams()
+        self.threads = threads
+        self._vectors: ClassVectors | None = None
+        self._cols = None
+
+    def build(self, vectors: ClassVectors) -> None:
+        self._vectors = vectors
+        self._cols = None
+
+    def update(self, classes: np.ndarray) -> None:
+        if len(classes):
+            self._cols = None
+
+    def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(best class, its inner product) per row of X."""
+        if self._vectors is None:
+            raise RuntimeError("the exact oracle has no class vectors: call build() first")
+        if self._cols is None:
+            self._cols = feature_major(self._vectors)
+        X = sp.csr_matrix(X)
+        if X.shape[1] > self._vectors.n_features:
+            raise ValueError(f"queries have {X.shape[1]} features, the class vectors {self._vectors.n_features}")
+        ex = np.full(X.shape[0], -1, np.int64) if exclude is None else np.asarray(exclude, np.int64)
+        with using_threads(self.threads):
+            return exact_argmax(*self._cols, X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                                X.data.astype(np.float64), ex, self._vectors.n_classes, 64)
+
+    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
+        return self.search(X, exclude)[0]

@@ -1,0 +1,245 @@
+"""MEMOIR: multiclass SVMs trained by mini-batch subgradient steps with an inexact margin.
+
+Algorithm 1 (variant "l2") is Pegasos for the Crammer-Singer hinge: decay W by (1 - eta*lam),
+move w_y towards and w_r away from every margin violator x, project onto the ball of radius
+1/sqrt(lam). Algorithm 2 ("l1") drops the decay and soft-thresholds the touched classes (eq. 13).
+The margin class r = argmax_{c != y} w_c.x comes from a pluggable oracle (xcviz.oracles), exact or
+approximate; the diagnostics measure what the approximation costs (recall, margin error) against
+the exact oracle on a fixed sample.
+
+Mini-batch semantics: all margin classes of a batch are found with W as it was at the batch start
+(so queries run in parallel), then the updates are applied in batch order. The paper's listing
+updates W inside the batch loop; with the parallel queries its implementation describes, a batch
+sees one W, which is what this does.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import param
+import scipy.sparse as sp
+
+from ..data.transforms import replicate_multiclass
+from ..engine.sparse import prepare_rows
+from ..engine.threads import using_threads
+from ..models import SparseModel
+from ..oracles.exact import ExactOracle
+from ..oracles.registry import ORACLES, make_oracle
+from .classweights import ClassWeights
+from .params import param_dict
+
+ITER_FIELDS = ("wall", "seconds", "epoch", "batch", "eta", "objective", "hinge", "violators", "oracle_recall",
+               "margin_error", "margin_error_p95", "margin_error_max", "query_seconds", "update_seconds",
+               "step_seconds", "nnz", "memory_mb", "train_accuracy", "accuracy")
+PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
+
+
+class MemoirParams(*(params for params, _ in ORACLES.values())):
+    """MEMOIR's parameters (defaults from the paper's Table 4) and those of every margin oracle."""
+
+    variant = param.Selector(default="l2", objects=["l2", "l1"], doc=(
+        "l2: Algorithm 1 (Pegasos with projection); l1: Algorithm 2 (truncated SGD, sparse W)."))
+    oracle = param.Selector(default="exact", objects=list(ORACLES), doc=(
+        "How the margin class argmax_{c != y} w_c.x is found: exact, or approximately."))
+    lam = param.Number(default=None, allow_None=True, bounds=(0.0, 1e6), doc=(
+        "Regularisation lambda; unset = the paper's (1 for l2, 1e-6 for l1)."))
+    eta0 = param.Number(default=0.1, bounds=(1e-8, 1e3), doc="Initial step eta_0 of eta_t = eta_0 / (1 + eta_step t).")
+    eta_step = param.Number(default=0.02, bounds=(0.0, 1e3), doc="Step decay eta_step; t counts mini-batches.")
+    batch_size = param.Integer(default=0, bounds=(0, 10**8), doc=(
+        "Instances per mini-batch; 0 = the paper's 100 sqrt(C), at most n."))
+    epochs = param.Integer(default=5, bounds=(1, 10**5), doc="Passes over the (shuffled) training set.")
+    average = param.Boolean(default=False, doc=(
+        "Return the average of the iterates (the W-bar of the theorems) instead of the last one."))
+    normalize = param.Boolean(default=True, doc="L2-normalise every row (the theorems assume ||x|| <= 1).")
+    sample_size = param.Integer(default=1000, bounds=(0, 10**7), doc=(
+        "Training rows of the fixed diagnostic sample (objective, recall and margin error, exactly)."))
+    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc="Diagnostic records per epoch, at most.")
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the shuffles, the sample and the oracles.")
+
+
+def _rows(X: sp.spmatrix, normalize: bool) -> sp.csr_matrix:
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sort_indices()
+    ptr, idx, val, _ = prepare_rows(X.indptr, X.indices, X.data, X.shape[1], normalize, 0.0)
+    return sp.csr_matrix((val, idx.astype(np.int64), ptr.astype(np.int64)), shape=X.shape)
+
+
+def _with_columns(X: sp.spmatrix, dim: int) -> sp.csr_matrix:
+    """X with exactly `dim` columns: features the training data never had carry no weight."""
+    X = sp.csr_matrix(X)
+    return X[:, :dim] if X.shape[1] >= dim else sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], dim))
+
+
+def as_multiclass(X: sp.spmatrix, Y) -> tuple[sp.spmatrix, np.ndarray, int]:
+    """(X, class per row, number of classes): Y as a 0/1 matrix (multi-label rows are replicated,
+    one copy per label) or as a vector of class ids."""
+    if sp.issparse(Y):
+        if not np.all(np.diff(sp.csr_matrix(Y).indptr) == 1):
+            X, y = replicate_multiclass(X, Y)
+            return X, y, Y.shape[1]
+        return X, sp.csr_matrix(Y).indices.astype(np.int64), Y.shape[1]
+    y = np.asarray(Y, np.int64)
+    if y.ndim != 1 or y.size != X.shape[0]:
+        raise ValueError(f"class ids must be a vector of length {X.shape[0]}, got shape {y.shape}")
+    if y.size and y.min() < 0:
+        raise ValueError("class ids must be non-negative")
+    return X, y, int(y.max()) + 1 if y.size else 0
+
+
+class _Diagnostics:
+    """The exact picture on a fixed training sample (and a validation sample): objective, oracle
+    recall and margin error, accuracy.
+
+    The objective is the one the steps descend: the loss step sums the subgradients of a batch
+    (the paper's listing does not divide by |b|), so the regularisation weighs lam/|b| against the
+    mean hinge: (lam/|b|) 0.5 ||W||_F^2 (l2) or (lam/|b|) ||W||_1 (l1, whose truncation removes
+    lam * eta per step and class on average) plus the mean Crammer-Singer hinge, exact margins."""
+
+    def __init__(self, X: sp.csr_matrix, y: np.ndarray, validation, sample: int, rng, lam: float, variant: str,
+                 threads: int | None) -> None:
+        pick = np.sort(rng.choice(X.shape[0], min(sample, X.shape[0]), replace=False))
+        self.X, self.y = X[pick], y[pick]
+        self.val = None
+        if validation is not None:
+            Xv, yv = validation
+            pick = np.sort(rng.choice(Xv.shape[0], min(max(sample, 1), Xv.shape[0]), replace=False))
+            self.val = (Xv[pick], yv[pick])
+        self.lam, self.variant = lam, variant
+        self.exact = ExactOracle(threads=threads)
+
+    def measure(self, weights: ClassWeights, oracle) -> dict:
+        self.exact.build(weights)
+        out = {"nnz": weights.nnz, "memory_mb": weights.memory_bytes / 2**20}
+        reg = self.lam * (0.5 * weights.norm ** 2 if self.variant == "l2" else weights.l1_norm())
+        if self.X.shape[0]:
+            best, best_v = self.exact.search(self.X, self.y)
+            answer = oracle.query(self.X, self.y)
+            true_s, answer_s = weights.pair_scores(self.X.indptr, self.X.indices, self.X.data, self.y, answer)
+            best_s = weights.scale * best_v
+            error = np.maximum(best_s - answer_s, 0.0)
+            hinge = np.maximum(0.0, 1.0 + best_s - true_s).mean()
+            predicted, _ = self.exact.search(self.X)
+            out.update(objective=reg + hinge, hinge=hinge, oracle_recall=float(np.mean(error <= 1e-12 * (1 + abs(best_s)))),
+                       margin_error=float(error.mean()), margin_error_p95=float(np.quantile(error, 0.95)),
+                       margin_error_max=float(error.max()), train_accuracy=float(np.mean(predicted == self.y)))
+        if self.val is not None and self.val[0].shape[0]:
+            predicted, _ = self.exact.search(self.val[0])
+            out["accuracy"] = float(np.mean(predicted == self.val[1]))
+        return out
+
+
+def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads: int | None = None, recorder=None,
+               run: str = "run", progress: Callable[[int, int], None] | None = None,
+               stop: Callable[[], bool] | None = None, validation=None, **_background) -> SparseModel:
+    """Train MEMOIR on X (n x D) and Y (n x C 0/1 matrix or class ids; multi-label rows are
+    replicated). validation: (X, Y) to measure accuracy on while training. progress(batches done,
+    batches in all) after every batch; stop() is asked between batches (a stopped run returns the
+    model so far, info["cancelled"] true)."""
+    p = params or MemoirParams()
+    t_start = time.monotonic()
+    X, y, n_classes = as_multiclass(X, Y)
+    if X.shape[0] == 0 or n_classes < 2:
+        raise ValueError(f"nothing to train: {X.shape[0]} rows, {n_classes} classes (MEMOIR needs at least 2)")
+    lam = PAPER_LAMBDA[p.variant] if p.lam is None else p.lam
+    if p.variant == "l2" and (lam <= 0 or p.eta0 * lam >= 1):
+        raise ValueError(f"l2 needs lam > 0 and eta0 * lam < 1 (the decay 1 - eta*lam must stay in (0, 1)); "
+                         f"got lam={lam}, eta0={p.eta0}")
+    Xr = _rows(X, p.normalize)
+    n, dim = Xr.shape
+    if validation is not None:
+        Xv, yv, _ = as_multiclass(*validation)
+        validation = (_rows(_with_columns(Xv, dim), p.normalize), yv)
+    batch = min(n, p.batch_size or max(1, round(100 * np.sqrt(n_classes))))
+    per_epoch = -(-n // batch)
+    total = per_epoch * p.epochs
+    window = max(1, per_epoch // p.records_per_epoch)
+    shuffles = np.random.default_rng([p.seed, 0])  # its own stream: the shuffles do not depend on the sample
+    weights = ClassWeights(n_classes, dim)
+    values = param_dict(p)
+
+    with using_threads(threads) as n_threads:
+        oracle = make_oracle(p.oracle, p, seed=p.seed, threads=n_threads)
+        oracle.build(weights)
+        diagnostics = _Diagnostics(Xr, y, validation, p.sample_size, np.random.default_rng([p.seed, 1]), lam / batch,
+                                   p.variant, n_threads)
+        if recorder is not None:
+            recorder.begin({"run": run, "solver": "memoir", "params": values, "threads": n_threads, "n": n,
+                            "n_features": dim, "n_labels": n_classes, "iter_fields": list(ITER_FIELDS),
+                            "label_fields": []})
+        clock = {"query_seconds": 0.0, "update_seconds": 0.0, "step_seconds": 0.0, "violators": 0, "seen": 0}
+        t_window = time.monotonic()
+        written = 0
+
+        def record(step: int, eta: float) -> None:
+            nonlocal t_window, written
+            if recorder is None:
+                return
+            row = {"iteration": written, "label": 0, "batch": step, "epoch": step / per_epoch, "eta": eta, "wall": time.monotonic() - t_start,
+                   "seconds": time.monotonic() - t_window, "violators": clock["violators"] / max(1, clock["seen"]),
+                   "accuracy": np.nan, "train_accuracy": np.nan, "objective": np.nan, "hinge": np.nan,
+                   "oracle_recall": np.nan, "margin_error": np.nan, "margin_error_p95": np.nan,
+                   "margin_error_max": np.nan}
+            row.update({k: clock[k] for k in ("query_seconds", "update_seconds", "step_seconds")})
+            row.update(diagnostics.measure(weights, oracle))
+            recorder.write("iteration", {k: np.array([v]) for k, v in row.items()})
+            clock.update(query_seconds=0.0, update_seconds=0.0, step_seconds=0.0, violators=0, seen=0)
+            written += 1
+            t_window = time.monotonic()
+
+        record(0, p.eta0)
+        step, cancelled = 0, False
+        for _epoch in range(p.epochs):
+            order = shuffles.permutation(n)
+            for start in range(0, n, batch):
+                if stop is not None and stop():
+                    cancelled = True
+                    break
+                eta = p.eta0 / (1.0 + p.eta_step * step)
+                rows = order[start:start + batch]
+                Xb, yb = Xr[rows], y[rows]
+                t0 = time.monotonic()
+                r = oracle.query(Xb, yb)
+                t1 = time.monotonic()
+                s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
+                violators = np.flatnonzero(1.0 + s_other - s_true > 0.0)
+                if p.variant == "l2":
+                    weights.multiply(1.0 - eta * lam)
+                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, eta)
+                    radius = 1.0 / np.sqrt(lam)
+                    if weights.norm > radius:
+                        weights.multiply(radius / weights.norm)
+                    changed = np.unique(np.concatenate([yb[violators], r[violators]]))
+                else:
+                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, eta)
+                    changed = np.unique(np.concatenate([yb, r]))
+                    weights.soft_threshold(changed, n_classes / changed.size * lam * eta)
+                weights.end_iterate()
+                t2 = time.monotonic()
+                oracle.update(changed)
+                t3 = time.monotonic()
+                clock["query_seconds"] += t1 - t0
+                clock["step_seconds"] += t2 - t1
+                clock["update_seconds"] += t3 - t2
+                clock["violators"] += violators.size
+                clock["seen"] += rows.size
+                step += 1
+                if progress is not None:
+                    progress(step, total)
+                if step % window == 0 or start + batch >= n:
+                    record(step, eta)
+            if cancelled:
+                break
+            if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
+                weights.compact(keep_average=p.average)
+    W = weights.average() if p.average else weights.matrix()
+    W.eliminate_zeros()
+    info = {"train_seconds": time.monotonic() - t_start, "batches": step, "epochs_done": step / per_epoch,
+            "batch_size": batch, "threads": n_threads, "n_train": n, "cancelled": cancelled,
+            "w_memory_mb": weights.memory_bytes / 2**20}
+    model = SparseModel(weights=W, bias_weights=np.zeros(n_classes), bias=0.0, normalize=p.normalize,
+                        solver="memoir", params=values, info=info)
+    if recorder is not None:
+        recorder.end(info)
+    return model
