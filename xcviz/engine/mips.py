@@ -1,0 +1,400 @@
+"""Kernels of the approximate margin oracles: hashed sketches, SimpleLSH codes and Hamming ranking,
+spherical clustering, candidate lists and exact re-ranking over a fixed CSR matrix.
+
+Every result is independent of the thread count: parallel loops only split independent rows (or
+queries), each summed in a fixed order, and every tie goes to the smaller index. Index arrays are
+int64 (indptr) and int32/int64 (indices); the hash arithmetic is all uint64, never mixed with int64
+(numba would turn the mix into float64).
+"""
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from .topk import insert_topk
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_FEATURE = np.uint64(0xD6E8FEB86659FD93)
+_BLOCK = np.uint64(0xA0761D6478BD642F)
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """Number of set bits of a uint64 (one popcnt instruction)."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
+
+
+@njit(cache=True, nogil=True)
+def mix64(z):
+    """splitmix64's finaliser: a well-mixed uint64 from a uint64."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def sign_bits(feature, block, seed):
+    """64 random signs (one bit each) of `feature` for sketch dimensions 64*block .. 64*block+63."""
+    return mix64(np.uint64(seed) * _GOLDEN ^ np.uint64(feature) * _FEATURE ^ (np.uint64(block) + np.uint64(1)) * _BLOCK)
+
+
+@njit(cache=True, nogil=True)
+def _sketch_row(indptr, indices, data, i, out, seed):
+    dim = out.shape[0]
+    for p in range(indptr[i], indptr[i + 1]):
+        v = data[p]
+        f = indices[p]
+        for b in range((dim + 63) // 64):
+            bits = sign_bits(f, b, seed)
+            for j in range(64 * b, min(dim, 64 * b + 64)):
+                out[j] += v if (bits >> np.uint64(j - 64 * b)) & np.uint64(1) else -v
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sketch_rows(indptr, indices, data, dim, seed):
+    """S x for every CSR row x: S is the dim x D Rademacher matrix / sqrt(dim) whose entries are
+    hashed from (feature, dimension, seed), so nothing of size D is stored (E ||S x||^2 = ||x||^2)."""
+    n = indptr.shape[0] - 1
+    out = np.zeros((n, dim))
+    for i in prange(n):
+        _sketch_row(indptr, indices, data, i, out[i], seed)
+    out *= 1.0 / np.sqrt(dim)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def feature_signs(feature, dim, seed):
+    """The sketch's column of one feature, unscaled (+-1 entries)."""
+    out = np.empty(dim)
+    for b in range((dim + 63) // 64):
+        bits = sign_bits(feature, b, seed)
+        for j in range(64 * b, min(dim, 64 * b + 64)):
+            out[j] = 1.0 if (bits >> np.uint64(j - 64 * b)) & np.uint64(1) else -1.0
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def row_norms(indptr, data):
+    """Euclidean norm of every CSR row."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n)
+    for i in prange(n):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * data[p]
+        out[i] = np.sqrt(s)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def simplelsh_codes(proj, norms, extra, bound):
+    """SimpleLSH codes of class vectors: bit j = sign of a_j . P(w), P(w) = [w/M, sqrt(1-||w/M||^2)].
+
+    proj: n x bits sketches S w (S = Rademacher / sqrt(bits), so a_j . w = sqrt(bits) proj[:, j]);
+    extra: the +-1 entries of the a_j on the appended coordinate; bound: M >= every norm."""
+    n, bits = proj.shape
+    codes = np.zeros(n, np.uint64)
+    root = np.sqrt(bits)
+    for i in prange(n):
+        r = norms[i] / bound
+        tail = np.sqrt(max(0.0, 1.0 - r * r))
+        code = np.uint64(0)
+        for j in range(bits):
+            if root * proj[i, j] / bound + extra[j] * tail > 0.0:
+                code |= np.uint64(1) << np.uint64(j)
+        codes[i] = code
+    return codes
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sign_codes(proj):
+    """Codes of queries, Q(x) = [x/||x||, 0]: bit j = sign of a_j . x (scaling does not matter)."""
+    n, bits = proj.shape
+    codes = np.zeros(n, np.uint64)
+    for i in prange(n):
+        code = np.uint64(0)
+        for j in range(bits):
+            if proj[i, j] > 0.0:
+                code |= np.uint64(1) << np.uint64(j)
+        codes[i] = code
+    return codes
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def hamming_nearest(queries, codes, k, chunk):
+    """The k codes nearest to each query in Hamming distance (ties: smaller index), as candidate
+    lists (cand_indptr, candidates), k per query. One popcount scan per query and a counting select
+    over the 65 possible distances: O(C) with a small constant, no sort."""
+    n = queries.shape[0]
+    n_codes = codes.shape[0]
+    k = min(k, n_codes)
+    cand = np.empty(n * k, np.int64)
+    n_chunks = (n + chunk - 1) // chunk
+    for ch in prange(n_chunks):
+        dist = np.empty(n_codes, np.uint8)
+        hist = np.empty(65, np.int64)
+        for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
+            q = queries[i]
+            hist[:] = 0
+            for c in range(n_codes):
+                d = popcount(q ^ codes[c])
+                dist[c] = d
+                hist[d] += 1
+            below = 0
+            cut = 0
+            while below + hist[cut] < k:
+                below += hist[cut]
+                cut += 1
+            at_cut = k - below
+            pos = i * k
+            for c in range(n_codes):
+                d = dist[c]
+                if d < cut:
+                    cand[pos] = c
+                    pos += 1
+                elif d == cut and at_cut > 0:
+                    cand[pos] = c
+                    pos += 1
+                    at_cut -= 1
+    return np.arange(n + 1, dtype=np.int64) * k, cand
+
+
+@njit(cache=True, nogil=True)
+def _sq(u):
+    s = 0.0
+    for j in range(u.shape[0]):
+        s += u[j] * u[j]
+    return s
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def unit_rows(U):
+    """U with every non-zero row scaled to unit length, in place."""
+    for i in prange(U.shape[0]):
+        s = _sq(U[i])
+        if s > 0.0:
+            U[i] *= 1.0 / np.sqrt(s)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def nearest_centroid(U, ids, centroids):
+    """For every row of U (the unit sketch of class ids[i]), the centroid with the largest inner
+    product (ties: smaller index). A zero row has no direction: it goes to cluster ids[i] mod K, so
+    the zero classes of a fresh model spread over the clusters instead of filling one."""
+    n = U.shape[0]
+    n_clusters = centroids.shape[0]
+    out = np.empty(n, np.int64)
+    for i in prange(n):
+        if _sq(U[i]) == 0.0:
+            out[i] = ids[i] % n_clusters
+            continue
+        best = 0
+        best_v = -np.inf
+        for k in range(n_clusters):
+            v = 0.0
+            for j in range(U.shape[1]):
+                v += U[i, j] * centroids[k, j]
+            if v > best_v:
+                best = k
+                best_v = v
+        out[i] = best
+    return out
+
+
+@njit(cache=True, nogil=True)
+def cluster_sums(U, assign, n_clusters):
+    """Sum of the rows of U in each cluster, and each cluster's size (sequential: a fixed order)."""
+    sums = np.zeros((n_clusters, U.shape[1]))
+    sizes = np.zeros(n_clusters, np.int64)
+    for i in range(U.shape[0]):
+        sums[assign[i]] += U[i]
+        sizes[assign[i]] += 1
+    return sums, sizes
+
+
+@njit(cache=True, nogil=True)
+def move_members(U_old, U_new, classes, old, new, sums, sizes):
+    """Keep cluster sums exact when `classes` (unit sketches U_old -> U_new) move from old to new."""
+    for t in range(classes.shape[0]):
+        sums[old[t]] -= U_old[t]
+        sizes[old[t]] -= 1
+        sums[new[t]] += U_new[t]
+        sizes[new[t]] += 1
+
+
+@njit(cache=True, nogil=True)
+def normalised_centroids(sums, sizes, U, assign, seed):
+    """Unit centroids from cluster sums. An empty (or zero) cluster is re-seeded with a hashed pick
+    among the non-zero rows of U that are not alone in their cluster, so no cluster stays dead."""
+    n_clusters = sums.shape[0]
+    cent = sums.copy()
+    n = U.shape[0]
+    for k in range(n_clusters):
+        s = _sq(cent[k])
+        if sizes[k] > 0 and s > 0.0:
+            cent[k] *= 1.0 / np.sqrt(s)
+            continue
+        cent[k] = 0.0
+        start = np.int64(mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(k) + np.uint64(1)) * _BLOCK) % np.uint64(n))
+        for t in range(n):
+            i = (start + t) % n
+            if sizes[assign[i]] > 1 and _sq(U[i]) > 0.0:
+                cent[k] = U[i]
+                break
+    return cent
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def top_clusters(Q, centroids, probes):
+    """For every query row, the `probes` centroids with the largest inner product, best first."""
+    n = Q.shape[0]
+    n_clusters = centroids.shape[0]
+    probes = min(probes, n_clusters)
+    out = np.empty((n, probes), np.int64)
+    for i in prange(n):
+        top_v = np.full(probes, -np.inf)
+        top_k = out[i]
+        count = 0
+        for k in range(n_clusters):
+            v = 0.0
+            for j in range(Q.shape[1]):
+                v += Q[i, j] * centroids[k, j]
+            count = insert_topk(k, v, probes, top_k, top_v, count)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def members(assign, n_clusters):
+    """Cluster membership as CSR lists (member_ptr, member_ids), ids increasing within a cluster."""
+    ptr = np.zeros(n_clusters + 1, np.int64)
+    for i in range(assign.shape[0]):
+        ptr[assign[i] + 1] += 1
+    for k in range(n_clusters):
+        ptr[k + 1] += ptr[k]
+    fill = ptr[:-1].copy()
+    ids = np.empty(assign.shape[0], np.int64)
+    for i in range(assign.shape[0]):
+        ids[fill[assign[i]]] = i
+        fill[assign[i]] += 1
+    return ptr, ids
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gather_members(probed, member_ptr, member_ids):
+    """Candidate lists: every member of every probed cluster of each query."""
+    n, probes = probed.shape
+    cand_ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        total = 0
+        for t in range(probes):
+            k = probed[i, t]
+            total += member_ptr[k + 1] - member_ptr[k]
+        cand_ptr[i + 1] = cand_ptr[i] + total
+    cand = np.empty(cand_ptr[n], np.int64)
+    for i in prange(n):
+        pos = cand_ptr[i]
+        for t in range(probes):
+            k = probed[i, t]
+            for p in range(member_ptr[k], member_ptr[k + 1]):
+                cand[pos] = member_ids[p]
+                pos += 1
+    return cand_ptr, cand
+
+
+@njit(cache=True, nogil=True)
+def _search(indices, lo, hi, f):
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < f:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def best_among_rows(cand_ptr, cands, w_indptr, w_indices, w_data, indptr, indices, data, exclude, n_features,
+                    chunk):
+    """Exact re-ranking over a C x D CSR matrix with sorted column indices (see ClassVectors).
+
+    Each chunk of queries scatters its query into a dense buffer; a short class row is summed over
+    the buffer, a long one is looked up by binary search for each query feature."""
+    n = indptr.shape[0] - 1
+    best = np.full(n, -1, np.int64)
+    score = np.full(n, -np.inf)
+    n_chunks = (n + chunk - 1) // chunk
+    for ch in prange(n_chunks):
+        buf = np.zeros(n_features)
+        for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
+            nx = indptr[i + 1] - indptr[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                buf[indices[p]] = data[p]
+            b = -1
+            bs = -np.inf
+            for t in range(cand_ptr[i], cand_ptr[i + 1]):
+                c = cands[t]
+                if c == exclude[i]:
+                    continue
+                lo = w_indptr[c]
+                hi = w_indptr[c + 1]
+                v = 0.0
+                if hi - lo <= 8 * nx:
+                    for q in range(lo, hi):
+                        v += w_data[q] * buf[w_indices[q]]
+                else:
+                    for p in range(indptr[i], indptr[i + 1]):
+                        q = _search(w_indices, lo, hi, indices[p])
+                        if q < hi and w_indices[q] == indices[p]:
+                            v += w_data[q] * data[p]
+                if v > bs or (v == bs and c < b):
+                    b = c
+                    bs = v
+            best[i] = b
+            score[i] = bs
+            for p in range(indptr[i], indptr[i + 1]):
+                buf[indices[p]] = 0.0
+    return best, score
+
+
+@njit(cache=True, nogil=True)
+def fill_missing(best, exclude, n_classes, seed):
+    """Replace -1 answers by a class != exclude[i] hashed from (seed, row i), in place."""
+    for i in range(best.shape[0]):
+        if best[i] >= 0:
+            continue
+        h = mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(i) + np.uint64(1)) * _FEATURE)
+        if exclude[i] >= 0:
+            c = np.int64(h % np.uint64(n_classes - 1))
+            best[i] = c + 1 if c >= exclude[i] else c
+        else:
+            best[i] = np.int64(h % np.uint64(n_classes))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def shortlist(cand_ptr, cands, Q, U, scale, k):
+    """Keep, of each query's candidates, the k with the largest sketched inner product
+    Q[i] . (scale[c] * U[c]) (ties: earlier candidate), as new candidate lists."""
+    n = cand_ptr.shape[0] - 1
+    out_ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        out_ptr[i + 1] = out_ptr[i] + min(k, cand_ptr[i + 1] - cand_ptr[i])
+    out = np.empty(out_ptr[n], np.int64)
+    for i in prange(n):
+        m = out_ptr[i + 1] - out_ptr[i]
+        top_v = np.full(max(m, 1), -np.inf)
+        top_c = out[out_ptr[i]:out_ptr[i + 1]]
+        count = 0
+        for t in range(cand_ptr[i], cand_ptr[i + 1]):
+            c = cands[t]
+            v = 0.0
+            for j in range(Q.shape[1]):
+                v += Q[i, j] * U[c, j]
+            count = insert_topk(c, v * scale[c], m, top_c, top_v, count)
+    return out_ptr, out
