@@ -86,3 +86,18 @@ def test_train_ppdsparse_json(capsys):
     assert summary["outer_iterations"] > 159 and summary["p@1"] > 63
     code, _, err = _run(capsys, "train", "bibtex", "--solver", "ppdsparse", "--init", "msi")
     assert code == 2 and "unknown parameter" in err and "init" in err
+
+
+def test_train_memoir_json_has_the_multiclass_summary(capsys, tmp_path):
+    code, out, _ = _run(capsys, "train", "bibtex", "--solver", "memoir", "--variant", "l1", "--oracle", "hnsw",
+                        "--epochs", "1", "--threads", "2", "--json", "--records", str(tmp_path / "rec.jsonl"))
+    assert code == 0
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert {"accuracy", "macro_f1", "train_seconds", "epoch_seconds", "oracle_recall", "model_nnz",
+            "peak_rss_mb"} <= set(summary)
+    assert summary["variant"] == "l1" and summary["oracle"] == "hnsw" and summary["n_train"] == 11616
+    assert 0 <= summary["oracle_recall"] <= 1 and 1 < summary["accuracy"] < 60
+    assert summary["epoch_seconds"] == pytest.approx(summary["train_seconds"], rel=1e-3)
+    assert summary["peak_rss_mb"] > 50
+    code, _, err = _run(capsys, "train", "bibtex", "--solver", "memoir", "--oracle", "nope")
+    assert code == 2 and "oracle" in err

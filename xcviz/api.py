@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from . import metrics
 from .data.dataset import Dataset
 from .data.registry import resolve
+from .data.transforms import replicate_multiclass
 from .models import SparseModel
 from .solvers import get_solver, make_params, param_dict
 
@@ -26,14 +27,20 @@ def _as_dataset(dataset) -> Dataset:
 
 def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
           C: float | None = None, threads: int | None = None, recorder=None,
-          progress: Callable[[int, int], None] | None = None, **params) -> SparseModel:
+          progress: Callable[[int, int], None] | None = None, validation=None, **params) -> SparseModel:
     """Train `solver` on a data set: a Dataset, an (X, Y) pair, a bundled name (its training split)
     or a file path. Unset arguments take the solver's defaults (dismec: init "msi", squared hinge,
-    C = 1); other solver parameters go in **params (see the solver's parameter class)."""
+    C = 1); other solver parameters go in **params (see the solver's parameter class).
+    validation: a data set a multiclass solver measures accuracy on while it trains."""
     ds = _as_dataset(dataset)
     given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
     p = make_params(solver, **given, **params)
-    model = get_solver(solver).fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress)
+    family = get_solver(solver)
+    extra = {}
+    if validation is not None and family.multiclass:
+        held_out = _as_dataset(validation)
+        extra["validation"] = (held_out.X, held_out.Y)
+    model = family.fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress, **extra)
     model.info["dataset"] = ds.name
     return model
 
@@ -41,7 +48,12 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
 def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
              threads: int | None = None) -> dict[str, float]:
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
-    for its propensities), in percent; for a multi-class test split also accuracy and macro-F1."""
+    for its propensities), in percent; for a multi-class test split also accuracy and macro-F1.
+    A multiclass model meets multi-label test rows replicated once per label, as it was trained."""
+    if get_solver(model.solver).multiclass and not test.is_multiclass:
+        X, y = replicate_multiclass(test.X, test.Y)
+        test = Dataset(X=X, Y=sp.csr_matrix((np.ones(y.size), y, np.arange(y.size + 1)), shape=(y.size, test.n_labels)),
+                       name=test.name)
     topk, _ = model.predict_topk(test.X, k=max(ks), threads=threads)
     inv_prop = 1.0 / metrics.propensities(train.Y) if train is not None else None
     result = metrics.evaluate(test.Y, topk, ks=ks, inv_prop=inv_prop)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -102,7 +103,8 @@ def _parse_sets(pairs: list[str]) -> dict:
 def _solver_params(args: argparse.Namespace) -> dict:
     """The solver parameters given on the command line (the rest keep the solver's defaults)."""
     params = _parse_sets(args.set)
-    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam}
+    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
+              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs}
     params.update({k: v for k, v in chosen.items() if v is not None})
     if args.no_normalize:
         params["normalize"] = False
@@ -113,16 +115,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
     from .runs.sinks import JsonLinesSink
+    from .solvers import get_solver
 
     train_ds, test_ds = resolve(args.dataset, args.test)
     params = _solver_params(args)
     recorder = JsonLinesSink(args.records) if args.records else None
+    multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
-                  progress=None if args.json else ProgressBar("labels"), **params)
-    summary = {"dataset": args.dataset, "solver": args.solver, "init": model.params.get("init"),
-               "loss": model.params.get("loss"), "threads": model.info["threads"], "n_train": train_ds.n,
-               "train_seconds": round(model.info["train_seconds"], 4), "model_nnz": model.nnz}
+                  progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
+                  validation=test_ds if multiclass and args.records else None, **params)
+    summary = {"dataset": args.dataset, "solver": args.solver, "threads": model.info["threads"],
+               "n_train": model.info.get("n_train", train_ds.n), "train_seconds": round(model.info["train_seconds"], 4),
+               "model_nnz": model.nnz}
+    summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs") if k in model.params})
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
+    if multiclass:
+        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error")
+                        if k in model.info})
     if test_ds is not None:
         summary["n_test"] = test_ds.n
         summary.update({k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()})
@@ -130,6 +139,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         model.info["summary"] = summary
         model.save(args.out)
         summary["model_dir"] = str(args.out)
+    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -254,12 +264,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
-    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse")
+    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir")
     p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
     p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
     p.add_argument("--C", type=float, help="loss weight (default 1)")
     p.add_argument("--eps", type=float, help="stopping tolerance (default: the solver's)")
-    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight lambda (default 0.01)")
+    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's)")
+    p.add_argument("--variant", help="memoir: l2 (Algorithm 1, default) | l1 (Algorithm 2)")
+    p.add_argument("--oracle", help="memoir: exact (default) | random | simplelsh | hnsw | spherical")
+    p.add_argument("--epochs", type=int, help="memoir: passes over the data (default 5)")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",

@@ -131,3 +131,31 @@ def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
     assert main(["resume", run, "--home", str(tmp_path)]) == 0
     capsys.readouterr()
     assert wait(store, run, timeout=300)["status"] == "done"
+
+
+def test_a_multiclass_run_streams_diagnostics_cancels_and_restarts(tmp_path):
+    store = RunStore(tmp_path)
+    spec = RunSpec(dataset="bibtex", solver="memoir", params={"oracle": "random", "epochs": 200, "lam": 1e-4},
+                   threads=1, name="memoir-random").validate()
+    run = launch(spec, store)
+    deadline = time.time() + 120
+    while len(store.records(run, "iteration")[0]) < 3 and time.time() < deadline:
+        time.sleep(0.1)
+    records, _ = store.records(run, "iteration")
+    assert len(records) >= 3 and {"oracle_recall", "margin_error", "violators", "accuracy"} <= set(records)
+    store.request_cancel(run)
+    final = wait(store, run, timeout=120)
+    assert final["status"] == "cancelled" and 0 < final["done"] < final["total"]
+    partial = SparseModel.load(tmp_path / "runs" / run / "model")
+    assert partial.solver == "memoir" and partial.weights.nnz > 0
+    before = len(store.records(run, "iteration")[0])
+    resume(store, run)  # a multiclass run starts again: its earlier records are dropped
+    deadline = time.time() + 120
+    while store.get(run)["status"] != "running" and time.time() < deadline:
+        time.sleep(0.05)
+    while len(store.records(run, "iteration")[0]) < 1 and time.time() < deadline:
+        time.sleep(0.05)
+    records, _ = store.records(run, "iteration")
+    assert records["iteration"].iloc[0] == 0 and len(records) < before
+    store.request_cancel(run)
+    assert wait(store, run, timeout=120)["status"] == "cancelled"

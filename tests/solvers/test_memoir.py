@@ -84,7 +84,7 @@ def test_fold_keeps_the_running_sum_of_iterates():
     X = sp.random(40, 30, density=0.2, format="csr", random_state=2)
     ptr, idx = X.indptr.astype(np.int64), X.indices.astype(np.int64)
     store, dense, total = ClassWeights(5, 30, capacity=8), np.zeros((5, 30)), np.zeros((5, 30))
-    for t in range(12):
+    for _ in range(12):
         factor = rng.uniform(0.01, 0.5)
         store.multiply(factor)
         dense *= factor

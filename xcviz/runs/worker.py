@@ -55,6 +55,8 @@ def execute(store: RunStore, run: str) -> str:
         spec = RunSpec.from_json(row["spec"], source=f"run {run}")
         train, test = resolve(spec.dataset, spec.test)
         solver = get_solver(spec.solver)
+        if solver.multiclass:
+            return _execute_multiclass(store, run, spec, train, test)
         skip = [p[0] for p in store.pieces(run)]
         template = solver.fit(
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
@@ -74,6 +76,25 @@ def execute(store: RunStore, run: str) -> str:
         store.update(run, status="failed", ended=time.time(), error=f"{type(exc).__name__}: {exc}")
         traceback.print_exc()
         return "failed"
+
+
+def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -> str:
+    """A multiclass run trains all classes at once: a resumed run starts again from scratch (its
+    earlier records are dropped), a cancelled one keeps the model of its last finished batch."""
+    store.clear_records(run)
+    model = get_solver(spec.solver).fit(
+        train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
+        recorder=SqliteSink(store, run), run=run, progress=lambda done, total: store.update(run, done=done, total=total),
+        stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y))
+    model.save(store.run_dir(run) / "model")
+    status = "cancelled" if model.info["cancelled"] else "done"
+    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error")
+               if k in model.info}
+    summary["model_nnz"] = model.nnz
+    if status == "done" and test is not None:
+        summary.update(evaluate(model, test, train, threads=spec.threads))
+    store.update(run, status=status, ended=time.time(), summary=summary)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
+from .memoir import MemoirParams, fit_memoir
 from .params import param_dict
 from .ppdsparse import PPDSparseParams, fit_ppdsparse
 
@@ -14,18 +15,21 @@ from .ppdsparse import PPDSparseParams, fit_ppdsparse
 @dataclass(frozen=True)
 class Solver:
     """A solver family: its parameter class, its fit function, and `compare`, the parameter whose
-    values the dashboard's Compare runs side by side (one run per selected value)."""
+    values the dashboard's Compare runs side by side (one run per selected value). A multiclass
+    solver trains all classes at once (no per-label blocks to resume from)."""
 
     name: str
     params: type[param.Parameterized]
     fit: Callable
     compare: str
+    multiclass: bool = False
 
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
-                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss")}
+                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
+                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True)}
 
 
 def get_solver(name: str) -> Solver:

@@ -233,11 +233,14 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 break
             if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
                 weights.compact(keep_average=p.average)
+        seconds = time.monotonic() - t_start
+        final = diagnostics.measure(weights, oracle)
     W = weights.average() if p.average else weights.matrix()
     W.eliminate_zeros()
-    info = {"train_seconds": time.monotonic() - t_start, "batches": step, "epochs_done": step / per_epoch,
-            "batch_size": batch, "threads": n_threads, "n_train": n, "cancelled": cancelled,
-            "w_memory_mb": weights.memory_bytes / 2**20}
+    info = {"train_seconds": seconds, "batches": step, "epochs_done": step / per_epoch,
+            "epoch_seconds": seconds / max(step / per_epoch, 1e-12), "batch_size": batch, "threads": n_threads,
+            "n_train": n, "cancelled": cancelled, "w_memory_mb": weights.memory_bytes / 2**20,
+            **{k: float(final[k]) for k in ("oracle_recall", "margin_error", "objective") if k in final}}
     model = SparseModel(weights=W, bias_weights=np.zeros(n_classes), bias=0.0, normalize=p.normalize,
                         solver="memoir", params=values, info=info)
     if recorder is not None:
