@@ -60,6 +60,8 @@ def oracles() -> dict:
         "hnsw ef=200": lambda: HNSWOracle(HNSWParams(hnsw_ef=200, hnsw_candidates=50), threads=THREADS),
         "simplelsh": lambda: SimpleLSHOracle(SimpleLSHParams(), threads=THREADS),
         "spherical": lambda: SphericalOracle(SphericalParams(), threads=THREADS),
+        "spherical all members, 4 probes": lambda: SphericalOracle(SphericalParams(probes=4, cluster_candidates=0),
+                                                                   threads=THREADS),
     }
 
 

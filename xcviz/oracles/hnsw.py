@@ -30,9 +30,9 @@ class HNSWParams(param.Parameterized):
     hnsw_ef = param.Integer(default=64, bounds=(1, 65_536), doc=(
         "Size of the candidate list while searching (raised to hnsw_candidates if below): the main "
         "recall/speed knob at query time."))
-    hnsw_candidates = param.Integer(default=10, bounds=(1, 10_000), doc=(
+    hnsw_candidates = param.Integer(default=32, bounds=(1, 10_000), doc=(
         "Classes the graph returns per query, re-ranked exactly by their true inner product."))
-    sketch_dim = param.Integer(default=64, bounds=(8, 1024), doc=(
+    sketch_dim = param.Integer(default=128, bounds=(8, 1024), doc=(
         "Dimension of the random projection the graph is built on: more keeps inner products more "
         "faithfully, costs memory (C * dim floats) and time."))
 

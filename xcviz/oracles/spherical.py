@@ -45,7 +45,7 @@ class SphericalParams(param.Parameterized):
         "re-ranked exactly, about probes * C / clusters classes."))
     kmeans_iter = param.Integer(default=10, bounds=(1, 1000), doc=(
         "Lloyd iterations of spherical k-means at build time, from centroids at random classes."))
-    cluster_candidates = param.Integer(default=0, bounds=(0, 1_000_000), doc=(
+    cluster_candidates = param.Integer(default=64, bounds=(0, 1_000_000), doc=(
         "0 = re-rank every member of the probed clusters exactly; k > 0 = first keep the k members "
         "with the largest sketched inner product (cluster_dim flops each), then re-rank those."))
     cluster_dim = param.Integer(default=64, bounds=(8, 1024), doc=(
