@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memoir import bench_memoir
+from memoir import render as render_memoir
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.synthetic import generate
@@ -225,6 +227,8 @@ def main() -> None:
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    print("benchmarking MEMOIR oracles ...", file=sys.stderr)
+    memoir_lines = render_memoir(bench_memoir())
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)
@@ -233,7 +237,8 @@ def main() -> None:
     recording = bench_recording("delicious", args.repeats)
     memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
     gen = bench_generator(3)
-    text = render(machine(), results, recording, memory, gen, args.repeats)
+    text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(memoir_lines) + "\n"
+    text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)
 

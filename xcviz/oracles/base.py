@@ -44,3 +44,7 @@ class MarginOracle(Protocol):
 
     def update(self, classes: np.ndarray) -> None:
         """Re-index `classes`, whose vectors changed since they were last indexed."""
+
+    def rescale(self, factor: float) -> None:
+        """Every class vector was multiplied by `factor` > 0 (a weight store folded its lazy scale
+        into its rows): keep the index consistent without re-indexing every class."""

@@ -43,6 +43,9 @@ class ExactOracle:
         if len(classes):
             self._cols = None
 
+    def rescale(self, factor: float) -> None:
+        self._cols = None
+
     def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(best class, its inner product) per row of X."""
         if self._vectors is None:

@@ -12,6 +12,7 @@ from .base import ClassVectors
 from .sketch import Sketch
 
 READ_BLOCK = 8192
+FRAME_FLOOR = 1e-100
 
 
 class IndexedOracle:
@@ -50,6 +51,8 @@ class IndexedOracle:
         if not factor > 0.0:
             raise ValueError(f"rescale factor must be positive, got {factor}")
         self._frame *= float(factor)
+        if self._frame < FRAME_FLOOR:  # before 1 / frame overflows: index the rows as they are now
+            self.build(self.vectors)
 
     def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None) -> np.ndarray:
         """For every row x of X a class != exclude[i] with (approximately) the largest w_c . x."""

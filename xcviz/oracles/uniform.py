@@ -33,6 +33,9 @@ class UniformOracle:
     def update(self, classes: np.ndarray) -> None:
         """Nothing to re-index."""
 
+    def rescale(self, factor: float) -> None:
+        """Nothing to re-index."""
+
     def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
         if self.n_classes == 0:
             raise RuntimeError("the random oracle has no classes: call build() first")

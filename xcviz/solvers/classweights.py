@@ -7,6 +7,8 @@ into V. The store also keeps what the averaged iterate needs (see `average`) and
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,6 +33,7 @@ class ClassWeights:
         self.scale_sum = 0.0
         self.iterates = 0
         self.n_entries = 0
+        self.on_fold: list[Callable[[float], None]] = []  # told the factor V was multiplied by
         self.row_head = np.full(self.n_classes, -1, np.int64)
         self.row_len = np.zeros(self.n_classes, np.int64)
         self._alloc_entries(max(16, capacity))
@@ -100,11 +103,16 @@ class ClassWeights:
             self.fold()
 
     def fold(self) -> None:
-        """V <- scale * V and scale <- 1 (one O(nnz) pass), keeping the running sum of iterates."""
+        """V <- scale * V and scale <- 1 (one O(nnz) pass), keeping the running sum of iterates;
+        the `on_fold` listeners (oracle indices built on V) are told the factor."""
         n = self.n_entries
+        factor = self.scale
         self.sumsq, _ = ws.fold_scale(self.val[:n], self.ref[:n], self.acc[:n], n, self.scale, self.scale_sum)
         self.scale_sum = 0.0
         self.scale = 1.0
+        if factor != 1.0:
+            for listener in self.on_fold:
+                listener(factor)
 
     def end_iterate(self) -> None:
         """Count the current W as one iterate of the average."""

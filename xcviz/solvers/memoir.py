@@ -55,6 +55,9 @@ class MemoirParams(*(params for params, _ in ORACLES.values())):
     normalize = param.Boolean(default=True, doc="L2-normalise every row (the theorems assume ||x|| <= 1).")
     sample_size = param.Integer(default=1000, bounds=(0, 10**7), doc=(
         "Training rows of the fixed diagnostic sample (objective, recall and margin error, exactly)."))
+    reindex_every = param.Integer(default=1, bounds=(1, 10**6), doc=(
+        "Mini-batches between updates of the oracle's index (1 = after every batch, as the paper); "
+        "the classes changed in between are re-indexed together. Larger is faster and staler."))
     records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc="Diagnostic records per epoch, at most.")
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the shuffles, the sample and the oracles.")
 
@@ -162,6 +165,8 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
     with using_threads(threads) as n_threads:
         oracle = make_oracle(p.oracle, p, seed=p.seed, threads=n_threads)
         oracle.build(weights)
+        weights.on_fold.append(oracle.rescale)
+        dirty = np.zeros(n_classes, np.bool_)
         diagnostics = _Diagnostics(Xr, y, validation, p.sample_size, np.random.default_rng([p.seed, 1]), lam / batch,
                                    p.variant, n_threads)
         if recorder is not None:
@@ -217,7 +222,13 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                     weights.soft_threshold(changed, n_classes / changed.size * lam * eta)
                 weights.end_iterate()
                 t2 = time.monotonic()
-                oracle.update(changed)
+                dirty[changed] = True
+                if step == 0:  # an index built on W = 0 is degenerate: build it on the first real W
+                    oracle.build(weights)
+                    dirty[:] = False
+                elif (step + 1) % p.reindex_every == 0:
+                    oracle.update(np.flatnonzero(dirty))
+                    dirty[:] = False
                 t3 = time.monotonic()
                 clock["query_seconds"] += t1 - t0
                 clock["step_seconds"] += t2 - t1

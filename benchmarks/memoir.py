@@ -1,0 +1,129 @@
+"""MEMOIR benchmarks for `make bench`: every margin oracle on the same problems in the same run.
+
+Each (problem, variant, oracle) trains in its own process, so its peak resident memory is its
+own; the parent compares wall time per epoch, test accuracy and macro-F1 against the exact
+oracle of the same problem. Problems: the synthetic multiclass generator at C = 10,000 and
+100,000 classes (D = 10^5 and 10^6) and Bibtex replicated to multiclass.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+ORACLES = ("exact", "random", "simplelsh", "hnsw", "spherical")
+# name -> (generator arguments, or a bundled name), epochs
+PROBLEMS = {
+    "synthetic C=10k": ({"n": 100_000, "d": 100_000, "labels": 10_000}, 1),
+    "synthetic C=100k": ({"n": 300_000, "d": 1_000_000, "labels": 100_000}, 1),
+    "bibtex-multiclass": ("bibtex", 5),
+}
+# the solver settings every run shares: lam 1e-4 learns these problems (the paper's lam = 1 keeps
+# ||W|| <= 1 and does not, see the README); the index is updated once per 8 batches
+COMMON = {"lam": 1e-4, "sample_size": 500, "reindex_every": 8}
+THREADS = 2
+
+
+def _problem(name: str):
+    from xcviz.data import load
+    from xcviz.data.synthetic import generate, split
+
+    source, _ = PROBLEMS[name]
+    if isinstance(source, str):
+        return load(source)
+    ds = generate(**source, multiclass=True, zipf=0.0, avg_nnz=30, seed=0)
+    return split(ds, 0.2, seed=0)
+
+
+def run_one(problem: str, variant: str, oracle: str) -> dict:
+    """Train one configuration (in this process) and measure it."""
+    from xcviz.api import evaluate
+    from xcviz.solvers.memoir import MemoirParams, fit_memoir
+
+    train, test = _problem(problem)
+    epochs = PROBLEMS[problem][1]
+    params = MemoirParams(variant=variant, oracle=oracle, epochs=epochs, **COMMON)
+    fit_memoir(train.X[:2000], train.Y[:2000], MemoirParams(variant=variant, oracle=oracle, epochs=1, **COMMON),
+               threads=THREADS)  # warm-up: JIT cache load
+    t = time.perf_counter()
+    model = fit_memoir(train.X, train.Y, params, threads=THREADS)
+    seconds = time.perf_counter() - t
+    metrics = evaluate(model, test, threads=THREADS)
+    W = model.weights
+    return {"epoch_seconds": seconds / epochs, "accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"],
+            "oracle_recall": model.info.get("oracle_recall"), "margin_error": model.info.get("margin_error"),
+            "nnz": int(W.nnz), "w_mb": (W.data.nbytes + W.indices.nbytes + W.indptr.nbytes) / 2**20,
+            "dense_mb": W.shape[0] * W.shape[1] * 8 / 2**20, "store_mb": model.info["w_memory_mb"],
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _child(problem: str, variant: str, oracle: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, problem, variant, oracle], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_memoir() -> dict:
+    """{problem: {"variant oracle": measurements}} for every oracle (l2) and l1 with the exact and
+    HNSW oracles."""
+    results = {}
+    for problem in PROBLEMS:
+        rows = {}
+        for variant, oracles in (("l2", ORACLES), ("l1", ("exact", "hnsw"))):
+            for oracle in oracles:
+                print(f"  memoir {problem} {variant} {oracle} ...", file=sys.stderr, flush=True)
+                rows[f"{variant} {oracle}"] = _child(problem, variant, oracle)
+        results[problem] = rows
+    return results
+
+
+def render(results: dict) -> list[str]:
+    """Markdown: one table per problem, ratios against the exact oracle of the same variant, and
+    the issue's targets checked."""
+    lines = ["## MEMOIR: margin oracles", "",
+             f"MEMOIR with every oracle, {THREADS} threads, lam = {COMMON['lam']}, batches of 100 sqrt(C), the "
+             f"oracle's index updated every {COMMON['reindex_every']} batches, default oracle parameters. Synthetic "
+             "problems: `generate(multiclass=True, zipf=0, avg_nnz=30)`, 80/20 split, 1 epoch; Bibtex: every "
+             "instance once per label (train and test), 5 epochs. Each run in its own process (peak RSS is its own); "
+             "recall and margin error are measured against the exact oracle on 500 training rows after training.", ""]
+    checks = []
+    for problem, rows in results.items():
+        lines += [f"### {problem}", "",
+                  "| variant, oracle | s / epoch | speed-up vs exact | accuracy % | macro-F1 % | recall | margin error "
+                  "| nnz(W) | W MB (CSR) | dense C x D MB | peak RSS MB |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for key, r in rows.items():
+            if "error" in r:
+                lines.append(f"| {key} | failed: {r['error']} | | | | | | | | | |")
+                continue
+            exact = rows.get(f"{key.split()[0]} exact", {})
+            speed = f"{exact['epoch_seconds'] / r['epoch_seconds']:.1f}x" if "epoch_seconds" in exact else ""
+            lines.append(f"| {key} | {r['epoch_seconds']:.2f} | {speed} | {r['accuracy']:.2f} | {r['macro_f1']:.2f} | "
+                         f"{r['oracle_recall']:.3f} | {r['margin_error']:.4f} | {r['nnz']} | {r['w_mb']:.1f} | "
+                         f"{r['dense_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+        lines.append("")
+        if problem == "synthetic C=100k":
+            exact = rows.get("l2 exact", {})
+            for oracle in ("hnsw", "simplelsh"):
+                r = rows.get(f"l2 {oracle}", {})
+                if "epoch_seconds" in r and "epoch_seconds" in exact:
+                    speed = exact["epoch_seconds"] / r["epoch_seconds"]
+                    gap = exact["accuracy"] - r["accuracy"]
+                    checks.append(f"- {oracle} at C = 100,000: {speed:.1f}x faster per epoch than exact (target >= 10x: "
+                                  f"{'met' if speed >= 10 else 'NOT met'}), accuracy {gap:+.2f} points below exact "
+                                  f"(target within 2: {'met' if gap <= 2 else 'NOT met'})")
+            r = rows.get("l1 hnsw", {})
+            if "w_mb" in r:
+                ratio = r["dense_mb"] / r["w_mb"]
+                checks.append(f"- W of l1 at C = 100,000: {ratio:.0f}x below the dense C x D size (target >= 5x: "
+                              f"{'met' if ratio >= 5 else 'NOT met'})")
+    if checks:
+        lines += ["### Targets", ""] + checks + [""]
+    return lines
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_one(*sys.argv[1:4])))
