@@ -158,6 +158,9 @@ def test_records_follow_the_protocol(small):
     assert list(it["iteration"]) == list(range(len(it)))
     assert it["batch"].iloc[-1] == 12 and it["epoch"].iloc[-1] == 2.0
     assert it["violators"].between(0, 1).all() and it["accuracy"].between(0, 1).all()
+    assert it["macro_f1"].between(0, 1).all()
+    quantiles = it[["margin_error_p50", "margin_error_p90", "margin_error_p95", "margin_error_p99", "margin_error_max"]]
+    assert (quantiles.diff(axis=1).iloc[:, 1:] >= 0).all().all()  # eps grows as delta shrinks
     # the random oracle rarely finds the exact margin class: its recall and margin error show it
     assert it["oracle_recall"].iloc[-1] < 0.6 and it["margin_error"].iloc[-1] > 0
     assert sink.summary["batches"] == 12
