@@ -76,6 +76,20 @@ def test_amazon_670k_scaled_down_shape():
     assert abs(stats["avg_nnz"] - 75.7) < 0.5
 
 
+def test_multiclass_at_memoir_scale():
+    """C = 100,000 classes over D = 10^6 features (MEMOIR's benchmark shape) in seconds, with every
+    row of a class drawing half its terms from the class's own signature."""
+    ds = generate(200_000, 1_000_000, 100_000, multiclass=True, zipf=0.0, avg_nnz=30, seed=1)
+    assert ds.is_multiclass and ds.X.shape == (200_000, 1_000_000) and ds.n_labels == 100_000
+    y = ds.Y.indices
+    counts = np.bincount(y, minlength=100_000)
+    assert (counts > 0).mean() > 0.8
+    a, b = np.flatnonzero(y == 0)[:2]  # two rows of class 0 share signature terms; rows of other classes rarely do
+    shared = np.intersect1d(ds.X[a].indices, ds.X[b].indices).size
+    other = np.flatnonzero(y == 1)[0]
+    assert shared >= 1 and shared > np.intersect1d(ds.X[a].indices, ds.X[other].indices).size
+
+
 def test_invalid_parameters():
     for bad in (dict(n=0), dict(avg_labels=0.5), dict(avg_nnz=0), dict(zipf=-1)):
         with pytest.raises(ValueError):
