@@ -1,82 +1,92 @@
 """Run reports anyone can open offline: one standalone HTML file, plus CSV and JSON of the records.
 
 The HTML holds the specs, the environment (versions, cores), a metrics table of all runs side by
-side and the plots of the MSI paper (median and 5-95% band over labels against iteration, and
-iterations against the number of positives), with Bokeh's JavaScript inlined: no network needed.
+side and the same plots as the dashboard (`xcviz.ui.live_plots` and `xcviz.ui.label_views`: per
+recorded field the median and 5-95% band over labels against iteration, and iterations and time
+against the number of positives), with Bokeh's JavaScript inlined: no network needed.
 """
 from __future__ import annotations
 
 import html
+import io
 import re
+import tempfile
 import time
+import zipfile
 from pathlib import Path
 
-import holoviews as hv
 import pandas as pd
 from bokeh.embed import file_html
-from bokeh.layouts import column
+from bokeh.layouts import column, gridplot
 from bokeh.models import Div
 from bokeh.resources import Resources
 
-from .runs.aggregate import relative_to_final
 from .runs.store import RunStore
-from .ui.bands import band_plot, run_colors, scatter_by_run
+from .ui.figures import PALETTE
+from .ui.label_views import PositivesView
+from .ui.live_plots import LivePlots
+from .ui.records import PlotRun, RecordCache
 
-# fields plotted against iteration when a run has them, with their axis label and scale
-PLOTTED = (("objective_gap", "(f - f_final) / f_final", True), ("active_set", "active set", False),
-           ("step_size", "line-search multiplier", False), ("duality_gap", "duality gap", True),
-           ("nnz", "nnz(w)", False), ("seconds", "seconds per iteration", True))
-_PANEL_SHIM = re.compile(r'<script src="static/extensions/panel/[^"]*es-module-shims[^"]*"></script>\s*')
-METRICS = ("p@1", "p@3", "p@5", "ndcg@3", "ndcg@5", "psp@5", "accuracy", "macro_f1", "model_nnz", "train_seconds")
+# resources Panel registers with Bokeh (its ES-module shim; in the server, where Tabulator is loaded,
+# Tabulator's script and stylesheet): links to files or a CDN that plain Bokeh plots do not need
+_PANEL_RESOURCES = re.compile(r'<script src="[^"]*"></script>\s*|<link rel="stylesheet" href="[^"]*"[^>]*>\s*')
+METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1",
+           "model_nnz", "train_seconds")
+KINDS = ("iteration", "label")
 
 
 def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(border=0, classes="xc", na_rep="", index=False, float_format=lambda v: f"{v:.4g}")
 
 
-def _plots(iterations: dict[str, pd.DataFrame], labels: dict[str, pd.DataFrame]) -> hv.Layout | None:
-    colors = run_colors(iterations)  # one colour per run in every plot, whichever runs a plot shows
-    panels = []
-    for field, label, logy in PLOTTED:
-        runs = {name: df for name, df in iterations.items() if field in df and len(df)}
-        if field in ("objective_gap", "duality_gap"):
-            runs = {name: df[df[field] > 0] for name, df in runs.items()}
-        if runs:
-            panels.append(band_plot(runs, field, label=label, logy=logy, colors=colors))
-    with_pos = {name: df for name, df in labels.items() if {"n_pos", "iterations"} <= set(df)}
-    if with_pos:
-        panels.append(scatter_by_run(with_pos, "n_pos", "iterations", logx=True, colors=colors))
-    return hv.Layout(panels).cols(2) if panels else None
+def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
+    """The dashboard's figures for these runs (each run one colour in every plot), and their rules."""
+    cache = RecordCache(store)
+    runs = {r["id"]: PlotRun(r["name"] if r["name"] == r["id"] else f"{r['name']} ({r['id']})",
+                             PALETTE[i % len(PALETTE)], cache.refresh(r["id"]), int(r["total"]))
+            for i, r in enumerate(rows)}
+    plots, positives = LivePlots(), PositivesView()
+    plots.show(runs)
+    positives.show(runs)
+    return plots.figures() + positives.figures(), plots.rules.object
 
 
 def build_report(store: RunStore, runs: list[str], title: str = "xcviz run report") -> str:
     """The standalone HTML of a report on `runs` (ids of the store)."""
     rows = [store.get(run) for run in runs]
-    iterations, labels = {}, {}
-    for row in rows:
-        name = f"{row['name']} ({row['id']})" if row["name"] != row["id"] else row["id"]
-        it, _ = store.records(row["id"], "iteration")
-        if len(it) and "objective" in it:
-            it["objective_gap"] = relative_to_final(it)
-        iterations[name], labels[name] = it, store.records(row["id"], "label")[0]
+    figures, rules = _figures(store, rows)
     metrics = pd.DataFrame([{"run": r["id"], "name": r["name"], "status": r["status"],
                              **{k: r["summary"].get(k) for k in METRICS if k in r["summary"]}} for r in rows])
     specs = "".join(f"<h3>{html.escape(r['id'])}</h3><pre>{html.escape(r['spec'])}</pre>" for r in rows)
     env = pd.DataFrame([{"run": r["id"], **r["versions"]} for r in rows])
+    errors = "".join(f"<p><b>{html.escape(r['name'])} failed</b>: {html.escape(r['error'])}</p>"
+                     for r in rows if r["error"])
     header = Div(text=(
         f"<h1>{html.escape(title)}</h1><p>Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by xcviz. "
-        "Plots: median over the labels still training and 5-95% band, against Newton or outer iteration; "
-        "no smoothing, no downsampling.</p><h2>Metrics</h2>" + _table(metrics)
-        + "<h2>Environment</h2>" + _table(env)
+        f"Plots: median over the labels still training and 5-95% band. {html.escape(rules)}</p>"
+        "<h2>Metrics</h2>" + _table(metrics) + errors + "<h2>Environment</h2>" + _table(env)
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
         "border-bottom:1px solid #ddd}</style>"), width=960, disable_math=True)
-    layout = _plots(iterations, labels)
-    parts = [header] + ([hv.render(layout, backend="bokeh")] if layout is not None else [])
+    parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
     parts.append(Div(text="<h2>Specs</h2>" + specs, width=960, disable_math=True))
     page = file_html(column(*parts), Resources(mode="inline"), title)
-    # Panel, imported by HoloViews, adds a <script src> for its ES-module shim to every Bokeh page;
-    # plain Bokeh plots do not need it, and offline it is a failed request. Drop exactly that tag.
-    return _PANEL_SHIM.sub("", page)
+    # Bokeh's own code is inlined (Resources mode "inline"); every remaining external reference is
+    # one of Panel's, a failed request offline. Drop them.
+    return _PANEL_RESOURCES.sub("", page)
+
+
+def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
+    """Each run's iteration and label records as `STEM-RUN-iterations.csv` / `.json` (and labels)."""
+    stem = Path(stem)
+    written = []
+    for run in runs:
+        for kind in KINDS:
+            frame, _ = store.records(run, kind)
+            base = stem.with_name(f"{stem.name}-{run}-{kind}s")
+            frame.to_csv(base.with_suffix(".csv"), index=False)
+            base.with_suffix(".json").write_text(frame.to_json(orient="records"))
+            written += [base.with_suffix(".csv"), base.with_suffix(".json")]
+    return written
 
 
 def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path]:
@@ -84,12 +94,13 @@ def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(store, runs), encoding="utf-8")
-    written = [out]
-    for run in runs:
-        for kind in ("iteration", "label"):
-            frame, _ = store.records(run, kind)
-            stem = out.with_name(f"{out.stem}-{run}-{kind}s")
-            frame.to_csv(stem.with_suffix(".csv"), index=False)
-            stem.with_suffix(".json").write_text(frame.to_json(orient="records"))
-            written += [stem.with_suffix(".csv"), stem.with_suffix(".json")]
-    return written
+    return [out] + write_records(store, runs, out.with_suffix(""))
+
+
+def records_archive(store: RunStore, runs: list[str]) -> bytes:
+    """A zip of the runs' records as CSV and JSON (what `write_records` writes), for a download."""
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in write_records(store, runs, Path(tmp) / "xcviz"):
+            archive.write(path, path.name)
+    return buffer.getvalue()

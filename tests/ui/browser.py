@@ -23,3 +23,17 @@ def browser_page(width: int = 1100, height: int = 900):
             yield page, errors
         finally:
             browser.close()
+
+
+def page_text(page) -> str:
+    """All text of the page, shadow DOM included (Panel renders its components in shadow roots)."""
+    return page.evaluate("""() => {
+        const out = [];
+        const walk = (node) => {
+            if (node.nodeType === Node.TEXT_NODE) out.push(node.textContent);
+            if (node.shadowRoot) walk(node.shadowRoot);
+            node.childNodes.forEach(walk);
+        };
+        walk(document.body);
+        return out.join(" ");
+    }""")

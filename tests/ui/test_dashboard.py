@@ -1,58 +1,12 @@
 """The dashboard in a real browser: launch a two-initializer comparison, watch it train, see metrics."""
-import os
 import re
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import pytest
-
-from tests.ui.browser import ARTIFACTS, browser_page
-
-APP = Path(__file__).resolve().parents[2] / "apps" / "dashboard.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server(tmp_path):
-    port = _free_port()
-    env = {**os.environ, "XCVIZ_HOME": str(tmp_path / "home")}
-    log = (tmp_path / "server.log").open("wb")  # a pipe nobody reads would block the server once full
-    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port),
-                             "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/dashboard"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
-
-
-def _text(page) -> str:
-    """All text of the page, shadow DOM included (Panel renders its components in shadow roots)."""
-    return page.evaluate("""() => {
-        const out = [];
-        const walk = (node) => {
-            if (node.nodeType === Node.TEXT_NODE) out.push(node.textContent);
-            if (node.shadowRoot) walk(node.shadowRoot);
-            node.childNodes.forEach(walk);
-        };
-        walk(document.body);
-        return out.join(" ");
-    }""")
+from tests.ui.browser import ARTIFACTS, browser_page, page_text as _text
+from tests.ui.conftest import free_port
 
 
 def _records_shown(page) -> int:
@@ -94,8 +48,8 @@ def test_cancel_a_ticked_run_from_the_page(server):
         page.wait_for_selector("text=Compare", timeout=60000)
         page.locator("select").first.select_option("delicious")
         page.get_by_role("button", name="Compare").click()
-        page.wait_for_selector("text=running", timeout=30000)
-        page.locator("input[type=checkbox]").nth(1).check()  # the first run: zero initialisation
+        page.locator(".tabulator-cell", has_text="running").first.wait_for(timeout=30000)
+        page.locator(".tabulator input[type=checkbox]").nth(1).check()  # the first run: zero initialisation
         page.get_by_role("button", name="Cancel ticked runs").click()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and "cancelled" not in _text(page):
@@ -108,7 +62,7 @@ def test_serve_command_binds_and_passes_basic_auth(tmp_path):
     import urllib.error
     import urllib.request
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port), "--home",
                              str(tmp_path / "home"), "--basic-auth", "s3cret-pass"],
                             stdout=(tmp_path / "log").open("wb"), stderr=subprocess.STDOUT)

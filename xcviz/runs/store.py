@@ -159,6 +159,11 @@ class RunStore:
             return pd.DataFrame(), after
         return pd.concat([pd.DataFrame(_unpack(r["payload"])) for r in rows], ignore_index=True), rows[-1]["seq"]
 
+    def clear_records(self, run: str) -> None:
+        """Drop a run's records (a multiclass run that starts again writes them anew)."""
+        with self._connect() as db:
+            db.execute("DELETE FROM batches WHERE run = ?", (run,))
+
     def add_piece(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
         payload = _pack({"labels": labels, "indptr": weights.indptr, "indices": weights.indices,
                          "data": weights.data, "bias": bias_weights, "shape": np.array(weights.shape)})
@@ -195,7 +200,12 @@ class SqliteSink:
         self.store, self.run = store, run
 
     def begin(self, meta: dict) -> None:
+        """Sets the run's label count, and keeps the problem's sizes as a `begin` record (readers
+        need the number of training rows to show the active set as a fraction)."""
         self.store.update(self.run, total=int(meta.get("n_labels", 0)))
+        sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads") if k in meta}
+        if sizes:
+            self.store.append_batch(self.run, "begin", sizes)
 
     def write(self, kind: str, columns: dict[str, np.ndarray]) -> None:
         self.store.append_batch(self.run, kind, {k: np.asarray(v) for k, v in columns.items()})

@@ -1,183 +1,135 @@
 """The xcviz dashboard: launch runs, watch them train live from the run store, compare them.
 
 The page never touches a running solver: it launches background runs through the run spec and
-reads what they record, once a second, incrementally (only the record batches it has not seen).
+reads what they record, once a second, incrementally (only the record batches it has not seen,
+and only for runs that can still have new ones). It composes the components of `xcviz.ui`: the
+launch panel, the runs table with its exports, the live band plots and the per-label views.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-import holoviews as hv
-import numpy as np
-import pandas as pd
 import panel as pn
 
-from ..data.registry import bundled, resolve
-from ..engine.threads import max_threads
-from ..runs.aggregate import relative_to_final
-from ..runs.launcher import launch, resume
-from ..runs.spec import RunSpec
+from ..runs.aggregate import eta_seconds
+from ..runs.launcher import FINAL, launch
 from ..runs.store import RunStore
-from ..solvers import SOLVERS
-from .bands import band_plot, run_colors, scatter_by_run
+from .datasets import checked_dataset, dataset_choices
+from .export import ExportButtons
+from .figures import PALETTE
+from .label_views import LabelInspector, PositivesView
+from .launch import LaunchPanel
+from .live_plots import LivePlots
+from .records import PlotRun, RecordCache
+from .runs_table import RunsTable
 
-PLOTS = (("objective_gap", "(f - f_final) / f_final", True), ("active_fraction", "active set / n", False),
-         ("step_size", "line-search multiplier", False), ("seconds", "seconds per iteration", True))
-# iteration 0 is the starting point: it has no step, and its seconds are set-up time
-FROM_FIRST_STEP = ("step_size", "seconds")
 
-
-class RecordCache:
-    """Each run's records read so far; `refresh` appends only the batches written since."""
-
-    def __init__(self, store: RunStore) -> None:
-        self.store = store
-        self.frames: dict[str, dict[str, pd.DataFrame]] = {}
-        self.seen: dict[tuple[str, str], int] = {}
-
-    def refresh(self, run: str) -> dict[str, pd.DataFrame]:
-        frames = self.frames.setdefault(run, {"iteration": pd.DataFrame(), "label": pd.DataFrame()})
-        for kind in frames:
-            new, last = self.store.records(run, kind, after=self.seen.get((run, kind), 0))
-            if len(new):
-                frames[kind] = pd.concat([frames[kind], new], ignore_index=True)
-                self.seen[(run, kind)] = last
-        return frames
+def _progress_text(name: str, row: dict) -> str:
+    text = f"**{name}** {row['status']} {row['done']}/{row['total']} labels"
+    eta = eta_seconds(time.time() - row["started"], row["done"], row["total"]) if row["started"] else None
+    return text + (f", ETA {eta:.0f} s" if row["status"] == "running" and eta is not None else "")
 
 
 class Dashboard:
-    """The page: a launch panel, the runs table, live plots of the selected runs."""
+    """The page: a launch panel, the runs table, live plots and per-label views of the shown runs
+    (the ticked runs, or those launched from this page while none is ticked)."""
 
-    def __init__(self, store: RunStore | None = None, data_dirs: list[Path] | None = None) -> None:
+    def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None) -> None:
         self.store = store or RunStore()
+        self.data_dirs = list(data_dirs or [])
         self.cache = RecordCache(self.store)
-        self.datasets = bundled() + [str(p) for d in data_dirs or [] for p in sorted(Path(d).glob("*_train.txt*"))]
-        self.dataset = pn.widgets.Select(name="Data set", options=self.datasets, value=self.datasets[0])
-        # the launch panel's widgets are the Newton solver's; other solvers run from specs until the
-        # panel rebuilds its widgets per solver
-        self.solver = pn.widgets.Select(name="Solver", options=["dismec"], value="dismec")
-        self.inits = pn.widgets.MultiChoice(name="Initializers to compare", options=["zero", "bias", "ovap", "msi"],
-                                            value=["zero", "msi"])
-        self.threads = pn.widgets.IntSlider(name="Threads", start=1, end=max_threads(), value=1)
-        self.params = SOLVERS["dismec"].params()
-        self.param_pane = pn.Param(self.params, parameters=["loss", "C", "eps", "max_iter"], show_name=False,
-                                   widgets={"C": pn.widgets.FloatInput, "eps": pn.widgets.FloatInput,
-                                            "max_iter": pn.widgets.IntInput})
-        self.launch_button = pn.widgets.Button(name="Compare", button_type="primary")
-        self.launch_button.on_click(self._launch)
-        self.message = pn.pane.Alert("", alert_type="danger", visible=False)
-        self.table = pn.widgets.Tabulator(self._runs_frame(), selectable="checkbox", height=220, disabled=True,
-                                          show_index=False, name="runs", sizing_mode="stretch_width",
-                                          formatters={k: {"type": "money", "precision": 2} for k in ("p@1", "p@5", "psp@5")})
+        self.launcher = LaunchPanel(dataset_choices(self.data_dirs))
+        self.launcher.compare_button.on_click(self._launch)
+        self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False)
+        self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
+        self.export = ExportButtons(self.store, self.runs.ticked)
+        self.plots = LivePlots()
+        self.positives = PositivesView()
+        self.inspector = LabelInspector()
         self.progress = pn.Column()
-        self.plots = pn.pane.HoloViews(hv.Div("<p>Launch or select runs to see them train.</p>"), sizing_mode="stretch_width")
-        self.status = pn.pane.Markdown("", name="status")
-        self.cancel_button = pn.widgets.Button(name="Cancel ticked runs", button_type="warning")
-        self.resume_button = pn.widgets.Button(name="Resume ticked runs", button_type="success")
-        self.cancel_button.on_click(lambda _e: self._on_ticked(self.store.request_cancel))
-        self.resume_button.on_click(lambda _e: self._on_ticked(lambda run: resume(self.store, run)))
-        self.watched: list[str] = []  # the runs launched from this page, plotted until others are ticked
-        self._sizes: dict[str, int] = {}
-
-    def _runs_frame(self, rows: list[dict] | None = None) -> pd.DataFrame:
-        rows = self.store.list() if rows is None else rows
-        return pd.DataFrame([{"id": r["id"], "name": r["name"], "status": r["status"],
-                              "done": f"{r['done']}/{r['total']}",
-                              "p@1": r["summary"].get("p@1", np.nan), "p@5": r["summary"].get("p@5", np.nan),
-                              "psp@5": r["summary"].get("psp@5", np.nan)} for r in rows],
-                            columns=["id", "name", "status", "done", "p@1", "p@5", "psp@5"])
+        self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
+        self.watched: list[str] = []  # the runs launched from this page, shown until others are ticked
+        self.colors: dict[str, str] = {}
+        self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress]] = {}
+        self._rows: dict[str, dict] = {}
+        self._complete: set[str] = set()  # runs whose final records have been read
+        # Tabulator's events arrive without the document lock; figures may change only under it
+        self.runs.table.param.watch(lambda _e: pn.state.execute(self.show, schedule=True), "selection")
 
     def _launch(self, _event=None) -> None:
+        """Compare: one background run per selected variant; errors show in the page."""
         try:
-            values = {k: v for k, v in self.params.param.values().items() if k in ("C", "eps", "loss", "max_iter")}
-            runs = []
-            for init in self.inits.value or ["msi"]:
-                spec = RunSpec(dataset=self.dataset.value, solver=self.solver.value, params={**values, "init": init},
-                               threads=self.threads.value, name=f"{Path(self.dataset.value).name}-{init}")
-                runs.append(launch(spec, self.store))
-            self.message.visible = False
-            self.watched = runs
-            self.refresh()
+            dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
+            self.watched = [launch(spec, self.store) for spec in self.launcher.specs(dataset, test)]
+            self.launch_message.visible = False
         except ValueError as exc:
-            self.message.object = str(exc)
-            self.message.visible = True
-
-    def _ticked(self) -> list[str]:
-        frame = self.table.value
-        return [frame.iloc[i]["id"] for i in self.table.selection if i < len(frame)]
-
-    def _on_ticked(self, action) -> None:
-        """Apply a run action (cancel, resume) to the ticked runs; errors show on the page."""
-        try:
-            for run in self._ticked():
-                action(run)
-            self.message.visible = False
-        except ValueError as exc:
-            self.message.object = str(exc)
-            self.message.visible = True
+            self.launch_message.object = str(exc)
+            self.launch_message.visible = True
         self.refresh()
 
-    def _rows_of(self, row: dict) -> int:
-        """Training rows of a run's data set (for the active set as a fraction)."""
-        spec = RunSpec.from_json(row["spec"])
-        key = f"{spec.dataset}|{spec.test}"
-        if key not in self._sizes:
-            self._sizes[key] = resolve(spec.dataset, spec.test)[0].n
-        return self._sizes[key]
+    def _forget(self, run: str) -> None:
+        """A deleted run leaves the caches and the plots."""
+        self.cache.forget(run)
+        self.plots.forget(run)
+        self.positives.forget(run)
+        self._complete.discard(run)
+        self.watched = [r for r in self.watched if r != run]
+
+    def shown(self) -> list[str]:
+        return [r for r in (self.runs.ticked() or self.watched) if r in self._rows]
 
     def refresh(self) -> None:
-        """Re-read the store: the runs table, progress bars and plots of the watched runs."""
+        """Re-read the store (the run list, new records of the shown runs) and update the page."""
         listed = self.store.list()
-        self.table.value = self._runs_frame(listed)
-        selected = self._ticked() or self.watched
-        if not selected:
-            return
-        iterations, labels, bars = {}, {}, []
-        rows = {r["id"]: r for r in listed}
-        for run in selected:
-            frames = self.cache.refresh(run)
-            row = rows.get(run)
-            if row is None:
-                continue
-            name = row["name"]
-            it = frames["iteration"]
-            if len(it):
-                it = it.assign(objective_gap=relative_to_final(it))
-                iterations[name] = it.assign(active_fraction=it["active_set"] / self._rows_of(row))
-            labels[name] = frames["label"]
-            bars.append(pn.Row(pn.pane.Markdown(f"**{name}** {row['status']} {row['done']}/{row['total']} labels"),
-                               pn.indicators.Progress(value=int(row["done"]), max=max(1, int(row["total"])),
-                                                      width=200)))
-        self.progress.objects = bars
-        colors = run_colors(list(iterations))
-        panels = []
-        for field, label, logy in PLOTS:
-            runs = {}
-            for name, v in iterations.items():
-                if field not in v:
-                    continue
-                keep = np.ones(len(v), bool)
-                if field in FROM_FIRST_STEP:
-                    keep &= v["iteration"].to_numpy() > 0
-                if logy:
-                    keep &= v[field].to_numpy() > 0
-                if keep.any():
-                    runs[name] = v[keep]
-            if runs:
-                panels.append(band_plot(runs, field, label=label, logy=logy, colors=colors))
-        done_labels = {k: v for k, v in labels.items() if len(v)}
-        if done_labels:
-            panels.append(scatter_by_run(done_labels, "n_pos", "iterations", logx=True, colors=colors))
-        if panels:
-            self.plots.object = hv.Layout(panels).cols(2)
-        total_records = sum(len(v) for v in iterations.values())
-        self.status.object = f"records shown: {total_records}"
+        self._rows = {r["id"]: r for r in listed}
+        for row in listed:
+            self.colors.setdefault(row["id"], PALETTE[len(self.colors) % len(PALETTE)])
+        self.runs.update(listed)
+        self.show()
+
+    def show(self) -> None:
+        """Update the views for the shown runs; reads only records not read yet."""
+        self.export.enable(bool(self.runs.ticked()))
+        runs = {}
+        for run in self.shown():
+            row = self._rows[run]
+            if run not in self._complete:
+                records = self.cache.refresh(run)
+                if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
+                    self._complete.add(run)
+            else:
+                records = self.cache.runs[run]
+            runs[run] = PlotRun(row["name"], self.colors[run], records, int(row["total"]))
+        self._update_progress(runs)
+        self.plots.show(runs)
+        self.positives.show(runs)
+        self.inspector.show(runs)
+        total = sum(len(r.records.iterations) for r in runs.values())
+        self.status.object = f"records shown: {total} (runs shown: {len(runs)})"
+
+    def _update_progress(self, runs: dict[str, PlotRun]) -> None:
+        for run, plot_run in runs.items():
+            row = self._rows[run]
+            if run not in self._bars:
+                self._bars[run] = (pn.pane.Markdown(margin=(0, 10)), pn.indicators.Progress(width=200, max=1))
+            text, bar = self._bars[run]
+            words = _progress_text(plot_run.name, row)
+            if text.object != words:
+                text.object = words
+            if (bar.value, bar.max) != (int(row["done"]), max(1, int(row["total"]))):
+                bar.max, bar.value = max(1, int(row["total"])), int(row["done"])
+        rows = [pn.Row(self._bars[run][1], self._bars[run][0]) for run in runs]
+        if [r[0] for r in rows] != [r[0] for r in self.progress.objects]:
+            self.progress.objects = rows
 
     def view(self) -> pn.Row:
-        sidebar = [pn.pane.Markdown("### Launch"), self.dataset, self.solver, self.inits, self.threads,
-                   self.param_pane, self.launch_button, self.message]
-        main = [pn.Column(pn.pane.Markdown("## Runs"), self.table, pn.Row(self.cancel_button, self.resume_button),
-                          self.progress, self.status,
-                          pn.pane.Markdown("## Live"), self.plots, sizing_mode="stretch_width")]
+        """The page; refreshes itself once a second while it is open."""
+        sidebar = pn.Column(pn.pane.Markdown("# xcviz"), self.launcher.panel(), self.launch_message, width=300)
+        tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
+                       ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width")
+        main = pn.Column(pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
+                         self.status, tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
-        return pn.Row(pn.Column(pn.pane.Markdown("# xcviz"), *sidebar, width=300), *main)
+        self.refresh()
+        return pn.Row(sidebar, main, sizing_mode="stretch_width")

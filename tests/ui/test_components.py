@@ -1,0 +1,109 @@
+"""The dashboard's components without a browser: launch panel per solver, data set confinement,
+the runs table, a failed run's error, and responsiveness with 20 runs of 10^5 records."""
+import time
+
+import param
+import pytest
+from bokeh.document import Document
+
+from benchmarks.dashboard import fill_store, measure
+from xcviz import solvers
+from xcviz.runs.launcher import wait
+from xcviz.runs.store import RunStore
+from xcviz.ui.dashboard import Dashboard
+from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
+from xcviz.ui.launch import LaunchPanel
+
+
+class OracleParams(param.Parameterized):
+    oracle = param.Selector(default="exact", objects=["exact", "hnsw", "lsh"], doc="Margin oracle.")
+    rank = param.Integer(default=8, bounds=(1, 64), doc="Rank of the sketch.")
+
+
+def test_launch_panel_follows_the_solver_registry(monkeypatch):
+    monkeypatch.setitem(solvers.SOLVERS, "memoir", solvers.Solver("memoir", OracleParams, None, compare="oracle"))
+    panel = LaunchPanel({"bibtex": "bibtex"})
+    assert panel.solver.options == list(solvers.SOLVERS)
+    assert panel.variants.options == ["zero", "bias", "ovap", "msi"] and panel.variants.value == ["zero", "msi"]
+    panel.solver.value = "memoir"
+    assert panel.variants.label == "Variants to compare (oracle)" and panel.variants.options == ["exact", "hnsw", "lsh"]
+    rank = panel.params_box.objects[1]._widgets["rank"]
+    assert (rank.start, rank.end, rank.description) == (1, 64, "Rank of the sketch.")
+    panel.solver.value = "ppdsparse"
+    panel.variants.value = ["squared_hinge", "hinge"]
+    specs = panel.specs("bibtex", None)
+    assert [(s.solver, s.params["loss"], s.name) for s in specs] == [("ppdsparse", "squared_hinge", "bibtex-squared_hinge"),
+                                                                   ("ppdsparse", "hinge", "bibtex-hinge")]
+
+
+def test_datasets_are_confined_to_the_data_folders(tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    data.mkdir()
+    outside.mkdir()
+    (data / "small_train.txt").write_text("1 2 2\n0 0:1.0\n")
+    (data / "small_test.txt").write_text("1 2 2\n1 1:1.0\n")
+    (outside / "secret_train.txt").write_text("1 2 2\n0 0:1.0\n")
+    (data / "escape_train.txt").symlink_to(outside / "secret_train.txt")
+    choices = dataset_choices([data])
+    assert "small_train.txt" in choices and "escape_train.txt" not in choices and "bibtex" in choices
+    assert checked_dataset(str(data / "small_train.txt"), [data]) == (str(data / "small_train.txt"),
+                                                                      str(data / "small_test.txt"))
+    for refused in (str(data / ".." / "outside" / "secret_train.txt"), str(data / "escape_train.txt"), "/etc/passwd"):
+        with pytest.raises(DatasetRefused, match="outside the data folders"):
+            checked_dataset(refused, [data])
+
+
+def test_an_unreadable_dataset_fails_its_run_and_the_page_says_why(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "broken_train.txt").write_text("2 3 2\n0 0:1.0\n1 1:x\n")
+    dashboard = Dashboard(RunStore(tmp_path / "home"), data_dirs=[data])
+    dashboard.view().get_root(Document())
+    dashboard.launcher.dataset.value = str(data / "broken_train.txt")
+    dashboard.launcher.variants.value = ["msi"]
+    dashboard._launch()
+    (run,) = dashboard.watched
+    assert wait(dashboard.store, run, timeout=120)["status"] == "failed"
+    dashboard.refresh()
+    row = dashboard.runs.table.value.iloc[0]
+    assert row["status"] == "failed" and "broken_train.txt:3" in row["error"]
+    dashboard.runs.table.selection = [0]
+    assert dashboard.runs.failures.visible and "broken-msi failed" in dashboard.runs.failures.object
+    (data / "broken_train.txt").unlink()  # a choice that went away is refused, the page keeps working
+    dashboard._launch()
+    assert dashboard.launch_message.visible and "no such file" in dashboard.launch_message.object
+
+
+def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
+    store = RunStore(tmp_path)
+    runs = fill_store(store, runs=3, records=500)
+    store.update(runs[2], spec=store.get(runs[2])["spec"].replace('"dismec"', '"ppdsparse"'))
+    dashboard = Dashboard(store)
+    dashboard.view().get_root(Document())
+    table = dashboard.runs
+    assert list(table.table.value["solver"]) == ["dismec", "dismec", "ppdsparse"]
+    assert {"p@1", "ndcg@3", "psp@5", "variant", "progress"} <= set(table.table.value.columns)
+    table.filters["solver"].value = ["ppdsparse"]
+    assert list(table.table.value["id"]) == [runs[2]]
+    table.table.selection = [0]
+    table.filters["solver"].value = []
+    assert table.table.selection == [2] and table.ticked() == [runs[2]]  # the tick followed its run
+    table.delete_button.clicks += 1
+    assert table.confirm.visible and "Delete 1 run?" in table.confirm_text.object
+    table.keep_button.clicks += 1
+    assert not table.confirm.visible and len(store.list()) == 3
+    table.delete_button.clicks += 1
+    table.confirm_button.clicks += 1
+    assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[:2]
+    assert runs[2] not in dashboard.cache.runs
+
+
+def test_interactions_stay_quick_with_20_runs_of_100k_records(tmp_path):
+    """The precise 200 ms check runs under load in benchmarks/dashboard.py; here a generous bound."""
+    fill_store(RunStore(tmp_path), runs=20, records=100_000)
+    start = time.perf_counter()
+    result = measure(tmp_path, repeats=2)
+    assert result["runs"] == 20 and result["records"] >= 20 * 100_000
+    assert time.perf_counter() - start < 120
+    slowest = {name: max(samples) for name, samples in result["times"].items()}
+    assert max(slowest.values()) < 2000, slowest

@@ -1,0 +1,108 @@
+"""The new views in a real browser, over a prepared store (no training, so it is quick): solver
+switch, filters, a failed run's error, delete with confirmation, export, label inspector, x-axis."""
+import os
+import socket
+
+import pytest
+
+from benchmarks.dashboard import fill_store
+from tests.ui.browser import ARTIFACTS, browser_page, page_text
+from xcviz.runs.store import RunStore
+
+
+@pytest.fixture
+def prepared(home):
+    """bibtex-zero and bibtex-msi (dismec, done), bibtex-squared_hinge (ppdsparse, done), broken-msi
+    (failed) and busy-msi (running: its process is this test)."""
+    store = RunStore(home)
+    runs = fill_store(store, runs=5, records=3000)
+    names = ["bibtex-zero", "bibtex-msi", "bibtex-squared_hinge", "broken-msi", "busy-msi"]
+    for run, name in zip(runs, names):
+        store.update(run, name=name)
+    spec = store.get(runs[2])["spec"].replace('"solver": "dismec"', '"solver": "ppdsparse"')
+    store.update(runs[2], spec=spec)
+    store.update(runs[3], status="failed", error="DatasetFormatError: broken_train.txt:3: non-numeric token 'x'")
+    store.update(runs[4], status="running", pid=os.getpid(), host=socket.gethostname())
+    return dict(zip(names, runs))
+
+
+def _wait_for(page, text: str, present: bool = True, timeout: float = 15000) -> None:
+    waited = 0
+    while (text in page_text(page)) != present:
+        assert waited < timeout, f"{text!r} {'never appeared' if present else 'never went'}"
+        page.wait_for_timeout(250)
+        waited += 250
+
+
+def _tick(page, name: str) -> None:
+    page.locator(".tabulator-row", has_text=name).first.locator("input[type=checkbox]").check()
+
+
+def _open(page, server) -> None:
+    page.goto(server)
+    page.locator(".tabulator-row", has_text="bibtex-zero").first.wait_for(timeout=60000)
+
+
+def test_solver_switch_filters_errors_and_delete(prepared, server, home):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with browser_page(1400, 1100) as (page, errors):
+        _open(page, server)
+        assert "Variants to compare (init)" in page_text(page) and "Msi t" in page_text(page)
+        page.locator("select").nth(1).select_option("ppdsparse")  # the solver
+        _wait_for(page, "Variants to compare (loss)")
+        text = page_text(page)
+        assert "Lam" in text and "Kappa" in text and "Msi t" not in text
+        page.get_by_placeholder("all").nth(1).click()  # the solver filter
+        page.keyboard.type("ppdsparse")
+        page.keyboard.press("Enter")
+        page.locator(".tabulator-row", has_text="bibtex-zero").first.wait_for(state="detached", timeout=15000)
+        assert page.locator(".tabulator-row", has_text="bibtex-squared_hinge").count() == 1
+        page.screenshot(path=str(ARTIFACTS / "dashboard-filtered.png"))
+        page.reload()
+        _open(page, server)
+        _tick(page, "broken-msi")
+        _wait_for(page, "broken-msi failed")
+        assert "non-numeric token" in page_text(page)
+        _tick(page, "bibtex-zero")
+        _tick(page, "busy-msi")
+        page.get_by_role("button", name="Delete ticked runs").click()
+        _wait_for(page, "Delete 3 runs?")
+        assert "This removes their records and models" in page_text(page)
+        page.screenshot(path=str(ARTIFACTS / "dashboard-delete-confirm.png"))
+        page.get_by_role("button", name="Confirm delete").click()
+        _wait_for(page, "cancel it before deleting")
+        page.locator(".tabulator-row", has_text="bibtex-zero").first.wait_for(state="detached", timeout=15000)
+        assert page.locator(".tabulator-row", has_text="busy-msi").count() == 1
+    assert errors == []
+    assert sorted(r["name"] for r in RunStore(home).list()) == ["bibtex-msi", "bibtex-squared_hinge", "busy-msi"]
+    assert not (home / "runs" / prepared["bibtex-zero"]).exists()
+
+
+def test_export_inspector_and_x_axis(prepared, server, tmp_path):
+    with browser_page(1400, 1100) as (page, errors):
+        _open(page, server)
+        _tick(page, "bibtex-zero")
+        _tick(page, "bibtex-squared_hinge")
+        _wait_for(page, "runs shown: 2")
+        page.get_by_role("combobox").filter(has_text="wall time").select_option(label="wall time (s)")
+        _wait_for(page, "x: wall time since the run started")
+        page.screenshot(path=str(ARTIFACTS / "dashboard-wall-time.png"))
+        with page.expect_download(timeout=60000) as download:
+            page.get_by_role("button", name="Export report (HTML)").click()
+        report = tmp_path / "report.html"
+        download.value.save_as(report)
+        page.get_by_text("Label inspector", exact=True).click()
+        page.locator(".tabulator").nth(1).locator(".tabulator-row").first.click()  # the slowest label
+        _wait_for(page, "iterations recorded")
+        page.screenshot(path=str(ARTIFACTS / "dashboard-label-inspector.png"))
+    assert errors == []
+    assert "bibtex-zero" in report.read_text() and "cdn.bokeh.org" not in report.read_text()
+    with browser_page() as (page, errors):
+        page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:")
+                   else route.continue_())
+        page.goto(report.as_uri())
+        page.wait_for_selector("canvas", timeout=30000)
+        page.wait_for_timeout(1000)
+        assert page.locator("canvas").count() >= 4
+        page.screenshot(path=str(ARTIFACTS / "exported-report.png"), full_page=True)
+    assert errors == []

@@ -1,0 +1,45 @@
+"""The data sets a page may offer: the bundled ones and the training files in the configured data
+folders, and nothing outside them (a path that leads out of the folders, by `..` or a link, is
+refused). A training file `NAME_train.txt*` is paired with `NAME_test.txt*` beside it if present."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..data.registry import bundled
+
+
+class DatasetRefused(ValueError):
+    """A data set the page may not use."""
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(folder.resolve()) for folder in folders)
+
+
+def dataset_choices(data_dirs: list[str | Path]) -> dict[str, str]:
+    """Label -> value of every data set the page offers: bundled names, then each folder's
+    training files (label: the file name, value: its path)."""
+    folders = [Path(d) for d in data_dirs]
+    choices = {name: name for name in bundled()}
+    for folder in folders:
+        for path in sorted(folder.glob("*_train.txt*")):
+            if path.is_file() and _inside(path, folders):
+                choices[path.name] = str(path)
+    return choices
+
+
+def checked_dataset(value: str, data_dirs: list[str | Path]) -> tuple[str, str | None]:
+    """(training file or bundled name, test file or None) for a dataset the page offers, or
+    DatasetRefused naming the problem."""
+    if value in bundled():
+        return value, None
+    folders = [Path(d) for d in data_dirs]
+    path = Path(value)
+    if not folders or not _inside(path, folders):
+        raise DatasetRefused(f"data set {value!r} is outside the data folders this server was started with")
+    if not path.is_file():
+        raise DatasetRefused(f"data set {value!r}: no such file")
+    stem, _, suffix = path.name.partition("_train.txt")
+    test = path.with_name(f"{stem}_test.txt{suffix}")
+    return str(path), str(test) if test.is_file() else None

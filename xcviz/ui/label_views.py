@@ -1,0 +1,168 @@
+"""Per-label views: iterations and training time against a label's number of positives (the MSI
+paper's Figure 7), and the label inspector, one label's trajectory through its iterations.
+
+Both keep their figures and feed them new rows: a refresh streams only the label records that
+arrived since the last one.
+"""
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+
+from ..runs.aggregate import slowest_labels
+from .fields import TRAJECTORY, field_label
+from .figures import new_figure, scaled, set_log
+from .records import PlotRun
+
+LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
+SLOWEST = 10
+
+
+def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns of the positives scatter: labels with at least one positive (log x-axis)."""
+    if not {"n_pos", "iterations", "seconds"} <= set(labels):
+        return {"lx": np.array([]), "ly": np.array([]), "n_pos": np.array([]), "iterations": np.array([]),
+                "seconds": np.array([]), "label": np.array([])}
+    rows = labels[labels["n_pos"].to_numpy() > 0]
+    return {"lx": scaled(rows["n_pos"], True), "ly": scaled(rows["seconds"], True),
+            "n_pos": rows["n_pos"].to_numpy(), "iterations": rows["iterations"].to_numpy(),
+            "seconds": rows["seconds"].to_numpy(), "label": rows["label"].to_numpy()}
+
+
+class PositivesView:
+    """Iterations to convergence and seconds against positives, one point per label, per run."""
+
+    def __init__(self, width: int = 440, height: int = 300) -> None:
+        self.iterations = new_figure("iterations to convergence against positives (labels with none left out)",
+                                     "positives", "iterations", width=width, height=height)
+        self.seconds = new_figure("training seconds against positives (labels with none left out)",
+                                  "positives", "seconds", width=width, height=height)
+        for fig, y in ((self.iterations, "iterations"), (self.seconds, "seconds")):
+            set_log(fig.xaxis[0], True, "positives")
+            fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("label", "@label"), ("positives", "@n_pos"),
+                                              ("iterations", "@iterations"), ("seconds", "@seconds")]))
+        set_log(self.seconds.yaxis[0], True, "seconds")
+        self._sources: dict[str, ColumnDataSource] = {}
+        self._glyphs: dict[str, list] = {}
+        self._streamed: dict[str, int] = {}
+
+    def show(self, runs: dict[str, PlotRun]) -> None:
+        for run, plot_run in runs.items():
+            labels = plot_run.records.labels
+            if run not in self._sources:
+                source = self._sources[run] = ColumnDataSource(_label_points(labels.iloc[:0]))
+                style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name)
+                self._glyphs[run] = [self.iterations.scatter(x="lx", y="iterations", **style),
+                                     self.seconds.scatter(x="lx", y="ly", **style)]
+                self._streamed[run] = 0
+            if len(labels) > self._streamed[run]:
+                self._sources[run].stream(_label_points(labels.iloc[self._streamed[run]:]))
+                self._streamed[run] = len(labels)
+        for run, glyphs in self._glyphs.items():
+            for glyph in glyphs:
+                if glyph.visible != (run in runs):
+                    glyph.visible = run in runs
+
+    def forget(self, run: str) -> None:
+        glyphs = self._glyphs.pop(run, [])
+        for fig in (self.iterations, self.seconds):
+            fig.renderers = [r for r in fig.renderers if r not in glyphs]
+        self._sources.pop(run, None)
+        self._streamed.pop(run, None)
+
+    def figures(self) -> list:
+        return [self.iterations, self.seconds]
+
+    def panel(self) -> pn.GridBox:
+        return pn.GridBox(pn.pane.Bokeh(self.iterations), pn.pane.Bokeh(self.seconds), ncols=2)
+
+
+class LabelInspector:
+    """One label of one run: its objective, gradient norm, active set and step size per iteration.
+
+    Pick the run, then the label by number (bounded by the run's label count) or by clicking a row
+    of the table of its slowest labels."""
+
+    def __init__(self, width: int = 330, height: int = 220) -> None:
+        self.run = pn.widgets.Select(label="Run", options={}, width=240)
+        self.label = pn.widgets.IntInput(label="Label", start=0, end=0, value=0, width=120)
+        self.slowest = pn.widgets.Tabulator(pd.DataFrame(columns=list(LABEL_COLUMNS)), selectable=1, disabled=True,
+                                            show_index=False, height=280, width=420)
+        self.info = pn.pane.Markdown("Pick a run to inspect one of its labels.")
+        self._sources = [ColumnDataSource({"x": [], "y": [], "v": []}) for _ in range(4)]
+        self._figures = [new_figure("", "iteration", "", width=width, height=height) for _ in range(4)]
+        for fig, source in zip(self._figures, self._sources):
+            fig.line(x="x", y="y", source=source, line_width=2, color="#444444")
+            fig.scatter(x="x", y="y", source=source, size=5, color="#444444")
+            fig.add_tools(HoverTool(tooltips=[("iteration", "@x"), ("value", "@v")]))
+        self.runs: dict[str, PlotRun] = {}
+        self._shown: tuple | None = None
+        self.run.param.watch(lambda _e: self._pick_run(), "value")
+        self.label.param.watch(lambda _e: self.redraw(), "value")
+        self.slowest.param.watch(self._pick_row, "selection")
+
+    def show(self, runs: dict[str, PlotRun]) -> None:
+        """Offer these runs; redraw if the inspected label's records changed."""
+        self.runs = runs
+        options = {r.name: run for run, r in runs.items()}
+        if options != self.run.options:
+            self.run.options = options
+        if self.run.value not in runs:
+            self.run.value = next(iter(runs), None)
+        self._update_table()
+        self.redraw()
+
+    def _pick_run(self) -> None:
+        plot_run = self.runs.get(self.run.value)
+        if plot_run is not None:
+            self.label.end = max(0, plot_run.total - 1)
+            self.label.value = min(self.label.value, self.label.end)
+        self._update_table()
+        self.redraw()
+
+    def _update_table(self) -> None:
+        plot_run = self.runs.get(self.run.value)
+        labels = plot_run.records.labels if plot_run else pd.DataFrame()
+        frame = slowest_labels(labels, SLOWEST)[[c for c in LABEL_COLUMNS if c in labels]].reset_index(drop=True)
+        if not frame.equals(self.slowest.value):
+            self.slowest.value = frame
+
+    def _pick_row(self, event) -> None:
+        if event.new and event.new[0] < len(self.slowest.value):
+            label = int(self.slowest.value.iloc[event.new[0]]["label"])
+            # Tabulator's events arrive without the document lock; figures may change only under it
+            pn.state.execute(lambda: setattr(self.label, "value", label), schedule=True)
+
+    def redraw(self) -> None:
+        plot_run = self.runs.get(self.run.value)
+        if plot_run is None:
+            return
+        state = (self.run.value, self.label.value, plot_run.records.version)
+        if state == self._shown:
+            return
+        self._shown = state
+        steps = plot_run.records.iterations.trajectory(self.label.value)
+        fields = [f for f in TRAJECTORY if f in steps][:4]
+        for fig, source, field in zip(self._figures, self._sources, fields + [None] * 4):
+            fig.visible = field is not None
+            if field is None:
+                continue
+            log = field in ("objective", "grad_norm", "duality_gap")
+            values = steps[field].to_numpy(np.float64)
+            source.data = {"x": steps["iteration"].to_numpy(), "y": scaled(values, log), "v": values}
+            set_log(fig.yaxis[0], log, field_label(field))
+            fig.title.text = f"label {self.label.value}: {field_label(field)}"
+        labels = plot_run.records.labels
+        row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]
+        if not len(steps):
+            self.info.object = f"Label {self.label.value} of {plot_run.name} has not been trained yet."
+        else:
+            summary = ", ".join(f"{c} {row.iloc[0][c]:.4g}" for c in LABEL_COLUMNS[1:] if c in row) if len(row) else ""
+            self.info.object = f"**{plot_run.name}**, label {self.label.value}: {len(steps)} iterations recorded. {summary}"
+
+    def panel(self) -> pn.Column:
+        return pn.Column(pn.Row(self.run, self.label), self.info,
+                         pn.Row(self.slowest, pn.GridBox(*[pn.pane.Bokeh(f) for f in self._figures], ncols=2)),
+                         sizing_mode="stretch_width")

@@ -1,0 +1,84 @@
+"""What a page knows of each run's records, read from the store incrementally.
+
+`RecordCache.refresh(run)` asks the store only for the record batches written after the last one
+it saw, and feeds them to the run's `RunRecords`: iteration records to a `RunAggregate` (bands
+kept up to date batch by batch), label records appended. The page never reads a whole run twice.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from ..runs.aggregate import RunAggregate
+from ..runs.store import RunStore
+
+
+class RunRecords:
+    """One run's records so far: `iterations` (a RunAggregate) and `labels` (label records)."""
+
+    def __init__(self) -> None:
+        self.n_rows: int | None = None
+        self.iterations = RunAggregate()
+        self._label_batches: list[pd.DataFrame] = []
+        self._labels: pd.DataFrame | None = None
+
+    def begin(self, meta: pd.DataFrame) -> None:
+        """The run's `begin` record: the number of training rows, for the active set as a fraction."""
+        if self.n_rows is None and "n" in meta and len(meta):
+            self.n_rows = int(meta["n"].iloc[-1])
+            self.iterations.n_rows = self.n_rows
+
+    def add_labels(self, batch: pd.DataFrame) -> None:
+        if len(batch):
+            self._label_batches.append(batch)
+            self._labels = None
+
+    @property
+    def labels(self) -> pd.DataFrame:
+        if self._labels is None:
+            batches = self._label_batches
+            self._labels = pd.concat(batches, ignore_index=True) if batches else pd.DataFrame()
+        return self._labels
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Changes whenever new records arrived."""
+        return self.iterations.version, len(self._label_batches)
+
+
+class PlotRun(NamedTuple):
+    """A run as the views show it."""
+
+    name: str
+    color: str
+    records: RunRecords
+    total: int  # labels of the run (bounds the label inspector)
+
+
+class RecordCache:
+    """Each run's records read so far; `refresh` reads only the batches written since."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.runs: dict[str, RunRecords] = {}
+        self.seen: dict[tuple[str, str], int] = {}
+
+    def refresh(self, run: str) -> RunRecords:
+        records = self.runs.setdefault(run, RunRecords())
+        if records.n_rows is None:
+            records.begin(self._new(run, "begin"))
+        records.iterations.add(self._new(run, "iteration"))
+        records.add_labels(self._new(run, "label"))
+        return records
+
+    def _new(self, run: str, kind: str) -> pd.DataFrame:
+        new, last = self.store.records(run, kind, after=self.seen.get((run, kind), 0))
+        self.seen[(run, kind)] = last
+        return new
+
+    def forget(self, run: str) -> None:
+        """Drop a run (deleted from the store)."""
+        self.runs.pop(run, None)
+        for kind in ("begin", "iteration", "label"):
+            self.seen.pop((run, kind), None)

@@ -1,0 +1,186 @@
+"""The runs table: every run of the store with its data set, solver, variant, status, progress and
+final metrics side by side; filters by data set, solver and status; cancel, resume and delete (with
+a confirmation in the page) the ticked runs; the error of a failed run in its row and above the
+table when it is ticked.
+
+Ticked runs are remembered by id, so a refresh or a filter keeps them ticked; the table is only
+sent to the browser again when one of its cells changed.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import panel as pn
+from bokeh.models.widgets.tables import NumberFormatter
+
+from ..runs.aggregate import eta_seconds
+from ..runs.launcher import resume
+from ..runs.store import RunStore
+from ..solvers import SOLVERS
+
+METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1")
+ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi-class test data)
+FILTERED = ("dataset", "solver", "status")
+
+
+def _spec(row: dict) -> dict:
+    try:
+        return json.loads(row["spec"])
+    except (TypeError, ValueError):
+        return {}
+
+
+def run_row(row: dict, now: float | None = None) -> dict:
+    """One line of the table from a store row."""
+    spec = _spec(row)
+    solver = spec.get("solver", "")
+    compare = SOLVERS[solver].compare if solver in SOLVERS else None
+    done, total = int(row["done"]), int(row["total"])
+    eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
+    return {"name": row["name"], "status": row["status"],
+            "progress": 100.0 * done / total if total else 0.0, "labels": f"{done}/{total}",
+            "ETA s": round(eta) if row["status"] == "running" and eta is not None else None,
+            "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
+            "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
+            **{m: row["summary"].get(m, np.nan) for m in METRICS}, "error": row["error"] or "", "id": row["id"]}
+
+
+def runs_frame(rows: list[dict]) -> pd.DataFrame:
+    """The table of these store rows; accuracy and macro-F1 columns only if some run has them."""
+    frame = pd.DataFrame([run_row(r) for r in rows],
+                         columns=list(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None,
+                                               "spec": "{}", "summary": {}, "error": None, "id": ""})))
+    extra = [m for m in METRICS if m not in ALWAYS and frame[m].notna().any()]
+    return frame.drop(columns=[m for m in METRICS if m not in ALWAYS and m not in extra])
+
+
+class RunsTable:
+    """The table, its filters and the actions on ticked runs. `on_change` is called after an action
+    changed the store; `on_delete(run)` after a run was deleted."""
+
+    def __init__(self, store: RunStore, on_change: Callable[[], None], on_delete: Callable[[str], None]) -> None:
+        self.store, self.on_change, self.on_delete = store, on_change, on_delete
+        self.filters = {c: pn.widgets.MultiChoice(label=c.capitalize(), options=[], width=200, placeholder="all")
+                        for c in FILTERED}
+        self.table = pn.widgets.Tabulator(
+            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, height=200,
+            sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
+            formatters={"progress": {"type": "progress", "max": 100, "legend": False},
+                        **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
+        self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self.cancel_button = pn.widgets.Button(label="Cancel ticked runs", color="warning")
+        self.resume_button = pn.widgets.Button(label="Resume ticked runs", color="success")
+        self.delete_button = pn.widgets.Button(label="Delete ticked runs", color="danger")
+        self.confirm_text = pn.pane.Markdown("")
+        self.confirm_button = pn.widgets.Button(label="Confirm delete", color="danger")
+        self.keep_button = pn.widgets.Button(label="Keep them", color="default")
+        self.confirm = pn.Row(self.confirm_text, self.confirm_button, self.keep_button, visible=False,
+                              styles={"background": "#fdecea", "border-radius": "4px", "padding": "4px"})
+        self.cancel_button.on_click(lambda _e: self._act(self.store.request_cancel))
+        self.resume_button.on_click(lambda _e: self._act(lambda run: resume(self.store, run)))
+        self.delete_button.on_click(lambda _e: self._ask_delete())
+        self.confirm_button.on_click(lambda _e: self._delete())
+        self.keep_button.on_click(lambda _e: setattr(self.confirm, "visible", False))
+        self.ticked_ids: list[str] = []
+        self._full = runs_frame([])
+        self.table.param.watch(self._on_select, "selection")
+        for widget in self.filters.values():
+            widget.param.watch(lambda _e: self._show(), "value")
+
+    def update(self, rows: list[dict]) -> None:
+        """New store rows (a refresh): update filter choices and the table if anything changed."""
+        self._full = runs_frame(rows)
+        for column, widget in self.filters.items():
+            options = sorted(set(self._full[column]) - {""})
+            if options != widget.options:
+                widget.options = options
+        self._show()
+
+    def _show(self) -> None:
+        frame = self._full
+        for column, widget in self.filters.items():
+            if widget.value:
+                frame = frame[frame[column].isin(widget.value)]
+        frame = frame.reset_index(drop=True)
+        if frame.equals(self.table.value):
+            return self._show_errors()
+        before = list(self.table.value["id"])
+        moved = list(frame["id"])[:len(before)] != before  # new runs are added at the end
+        self.table.value = frame
+        # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
+        # them, and setting them here could undo a tick the browser has sent but we have not seen
+        if moved:
+            self.table.selection = [i for i, run in enumerate(frame["id"]) if run in self.ticked_ids]
+        self._show_errors()
+
+    def _on_select(self, event) -> None:
+        frame = self.table.value
+        shown = set(frame["id"])
+        # runs ticked but filtered out stay ticked; ticks on the shown rows are what the table says
+        self.ticked_ids = [r for r in self.ticked_ids if r not in shown] + \
+                          [frame.iloc[i]["id"] for i in event.new if i < len(frame)]
+        self._show_errors()
+
+    def ticked(self) -> list[str]:
+        """Ids of the ticked runs that still exist."""
+        present = set(self._full["id"])
+        return [r for r in self.ticked_ids if r in present]
+
+    def _show_errors(self) -> None:
+        """The errors of the ticked runs that failed, above the table."""
+        failed = self._full[self._full["id"].isin(self.ticked()) & (self._full["status"] == "failed")]
+        text = "\n\n".join(f"**{r.name} failed**: {r.error}" for r in failed.itertuples())
+        if text != self.failures.object:
+            self.failures.object = text
+            self.failures.visible = bool(text)
+
+    def say(self, text: str, kind: str = "danger") -> None:
+        """Show (or with "" hide) a message above the table."""
+        self.message.alert_type = kind
+        self.message.object = text
+        self.message.visible = bool(text)
+
+    def _act(self, action: Callable[[str], None]) -> None:
+        """Apply a run action (cancel, resume) to the ticked runs; errors show on the page."""
+        errors = []
+        for run in self.ticked():
+            try:
+                action(run)
+            except ValueError as exc:
+                errors.append(str(exc))
+        self.say("; ".join(errors))
+        self.on_change()
+
+    def _ask_delete(self) -> None:
+        runs = self.ticked()
+        if not runs:
+            self.say("Tick the runs to delete first.", "warning")
+            return
+        self.confirm_text.object = (f"**Delete {len(runs)} run{'s' if len(runs) > 1 else ''}?** "
+                                    "This removes their records and models.")
+        self.confirm.visible = True
+
+    def _delete(self) -> None:
+        self.confirm.visible = False
+        deleted, errors = [], []
+        for run in self.ticked():
+            try:
+                self.store.delete(run)
+            except ValueError as exc:
+                errors.append(str(exc))
+                continue
+            deleted.append(run)
+            self.on_delete(run)
+        self.ticked_ids = [r for r in self.ticked_ids if r not in deleted]
+        self.say("; ".join(errors))
+        self.on_change()
+
+    def panel(self) -> pn.Column:
+        return pn.Column(pn.Row(*self.filters.values()), self.table,
+                         pn.Row(self.cancel_button, self.resume_button, self.delete_button), self.confirm,
+                         self.message, self.failures, sizing_mode="stretch_width")
