@@ -3,7 +3,8 @@ updates, standalone search, thread-count independence, fallback and bad input.
 
 Recall floors sit below the values measured on this problem (C 2000, D 5000, 600 queries; in
 brackets: without exclusion / own class excluded): HNSW with ef 200, 50 candidates, sketch 256
-(1.00 / 0.90), SimpleLSH defaults (0.64 / 0.42), spherical defaults (0.95 / 0.71), spherical
+(1.00 / 0.90), SimpleLSH defaults, 8 bands of 8 bits (0.14 / 0.07), SimpleLSH by a full scan (0.64 /
+0.42), spherical defaults (0.95 / 0.71), spherical
 re-ranking all members of its 8 probed clusters (0.95 / 0.75).
 """
 import numpy as np
@@ -20,7 +21,8 @@ from .conftest import C, Swappable, brute_force, noisy_rows, random_classes
 # name -> (factory, recall floor without exclusion, recall floor with the own class excluded)
 ORACLES = {
     "hnsw": (lambda **kw: HNSWOracle(HNSWParams(hnsw_ef=200, hnsw_candidates=50, sketch_dim=256), **kw), 0.95, 0.85),
-    "simplelsh": (lambda **kw: SimpleLSHOracle(SimpleLSHParams(), **kw), 0.55, 0.35),
+    "simplelsh": (lambda **kw: SimpleLSHOracle(SimpleLSHParams(), **kw), 0.1, 0.04),
+    "simplelsh full scan": (lambda **kw: SimpleLSHOracle(SimpleLSHParams(lsh_bands=0), **kw), 0.55, 0.35),
     "spherical": (lambda **kw: SphericalOracle(SphericalParams(), **kw), 0.9, 0.6),
     "spherical all members": (lambda **kw: SphericalOracle(SphericalParams(cluster_candidates=0), **kw), 0.9, 0.65),
 }
@@ -92,7 +94,7 @@ def test_rescale_keeps_the_index_valid(built, problem):
 
 
 def test_standalone_search_without_exclusion(built):
-    oracle, make, *_ = built
+    _, make, *_ = built
     W = sp.identity(50, format="csr") * 2.0 + sp.csr_matrix(np.full((50, 50), 0.01))
     alone = make(seed=1, threads=1)
     alone.build(StaticVectors(W))
@@ -128,7 +130,8 @@ def test_bad_input_raises(built, problem):
 @pytest.mark.parametrize("params, name, value", [
     (HNSWParams, "hnsw_M", 1), (HNSWParams, "sketch_dim", 4), (HNSWParams, "hnsw_candidates", 0),
     (SimpleLSHParams, "hash_bits", 65), (SimpleLSHParams, "lsh_candidates", 0),
-    (SimpleLSHParams, "lsh_norm_slack", -1.0), (SphericalParams, "probes", 0), (SphericalParams, "clusters", -1),
+    (SimpleLSHParams, "lsh_norm_slack", -1.0), (SimpleLSHParams, "lsh_bands", 65),
+    (SimpleLSHParams, "lsh_band_bits", 0), (SimpleLSHParams, "lsh_bucket_cap", -1), (SphericalParams, "probes", 0), (SphericalParams, "clusters", -1),
 ])
 def test_parameters_out_of_bounds_are_refused(params, name, value):
     with pytest.raises(ValueError, match=name):

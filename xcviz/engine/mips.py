@@ -127,6 +127,18 @@ def sign_codes(proj):
     return codes
 
 
+@njit(cache=True, nogil=True)
+def _cut(hist, k):
+    """Counting select over a histogram of Hamming distances (k <= its total): the distance `cut`
+    at which the k nearest end, and how many of them lie at `cut` itself."""
+    below = 0
+    cut = 0
+    while below + hist[cut] < k:
+        below += hist[cut]
+        cut += 1
+    return cut, k - below
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def hamming_nearest(queries, codes, k, chunk):
     """The k codes nearest to each query in Hamming distance (ties: smaller index), as candidate
@@ -147,12 +159,7 @@ def hamming_nearest(queries, codes, k, chunk):
                 d = popcount(q ^ codes[c])
                 dist[c] = d
                 hist[d] += 1
-            below = 0
-            cut = 0
-            while below + hist[cut] < k:
-                below += hist[cut]
-                cut += 1
-            at_cut = k - below
+            cut, at_cut = _cut(hist, k)
             pos = i * k
             for c in range(n_codes):
                 d = dist[c]
@@ -164,6 +171,101 @@ def hamming_nearest(queries, codes, k, chunk):
                     pos += 1
                     at_cut -= 1
     return np.arange(n + 1, dtype=np.int64) * k, cand
+
+
+@njit(cache=True, nogil=True)
+def _band_key(code, band, bits):
+    """Bits band*bits .. band*bits + bits - 1 of a code, as a bucket number (int64)."""
+    mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+    return np.int64((code >> np.uint64(band * bits)) & mask)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def band_tables(codes, bands, bits):
+    """Bucket tables of banded LSH: band b holds the codes by their bits b*bits .. b*bits+bits-1.
+    Counting sort per band (parallel over bands), O(C) each: bucket_ptr (bands x 2^bits + 1) and
+    bucket_ids (bands x C), the classes of bucket t of band b being
+    bucket_ids[b, bucket_ptr[b, t]:bucket_ptr[b, t + 1]], in increasing order."""
+    n = codes.shape[0]
+    size = np.int64(1) << np.int64(bits)
+    ptr = np.zeros((bands, size + 1), np.int64)
+    ids = np.empty((bands, n), np.int64)
+    for b in prange(bands):
+        row = ptr[b]
+        for c in range(n):
+            row[_band_key(codes[c], b, bits) + 1] += 1
+        for t in range(size):
+            row[t + 1] += row[t]
+        fill = row[:size].copy()
+        for c in range(n):
+            key = _band_key(codes[c], b, bits)
+            ids[b, fill[key]] = c
+            fill[key] += 1
+    return ptr, ids
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk):
+    """Sublinear candidate lists from banded LSH tables (see `band_tables`): for each query the
+    union of its buckets over all bands, buckets holding more than `cap` classes left out, and of
+    that union the k nearest codes in full Hamming distance (ties: smaller index).
+
+    Returns (cand, counts): query i's candidates are cand[i*k : i*k + counts[i]] (k = min(k, C)),
+    in an order fixed by the tables alone; counts[i] = 0 when the union is empty (the caller
+    decides what to do). Each chunk of queries de-duplicates with its own marker array of size C, reset
+    through the list of touched classes, so a query costs O(its union) and not O(C)."""
+    n = queries.shape[0]
+    n_codes = codes.shape[0]
+    bands = bucket_ptr.shape[0]
+    k = min(k, n_codes)
+    cand = np.empty(n * k, np.int64)
+    counts = np.zeros(n, np.int64)
+    n_chunks = (n + chunk - 1) // chunk
+    for ch in prange(n_chunks):
+        seen = np.zeros(n_codes, np.bool_)
+        touched = np.empty(min(n_codes, bands * cap), np.int64)
+        dist = np.empty(touched.shape[0], np.uint8)
+        hist = np.empty(65, np.int64)
+        for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
+            q = queries[i]
+            hist[:] = 0
+            m = 0
+            for b in range(bands):
+                key = _band_key(q, b, bits)
+                lo = bucket_ptr[b, key]
+                hi = bucket_ptr[b, key + 1]
+                if hi - lo > cap:
+                    continue
+                for p in range(lo, hi):
+                    c = bucket_ids[b, p]
+                    if not seen[c]:
+                        seen[c] = True
+                        d = popcount(q ^ codes[c])
+                        touched[m] = c
+                        dist[m] = d
+                        hist[d] += 1
+                        m += 1
+            for t in range(m):
+                seen[touched[t]] = False
+            kept = min(k, m)
+            counts[i] = kept
+            if kept == 0:
+                continue
+            cut, at_cut = _cut(hist, kept)
+            pos = i * k
+            ties = 0
+            for t in range(m):
+                if dist[t] < cut:
+                    cand[pos] = touched[t]
+                    pos += 1
+                elif dist[t] == cut:
+                    touched[ties] = touched[t]  # ties <= t: compacting in place reads before it writes
+                    ties += 1
+            tied = touched[:ties]
+            if ties > at_cut:
+                tied.sort()
+            cand[pos:pos + at_cut] = tied[:at_cut]
+    return cand, counts
 
 
 @njit(cache=True, nogil=True)

@@ -3,9 +3,12 @@
 Class vectors go through the asymmetric transform P(w) = [w/M, sqrt(1 - ||w/M||^2)] and queries
 through Q(x) = [x/||x||, 0], which turns maximum inner product into maximum cosine; signed random
 projections give each a `hash_bits`-bit code. A query's candidates are the `lsh_candidates` classes
-nearest in Hamming distance (a popcount scan with a counting select: O(C) per query with a small
-constant), re-ranked exactly. M is a running bound on the class norms, kept within a factor
-(1 + lsh_norm_slack)^2 of the largest norm: when an update leaves that band, every code is
+nearest in Hamming distance, re-ranked exactly. They are looked for by banded multi-table LSH: the
+code is cut into `lsh_bands` bands of `lsh_band_bits` bits, each band has a bucket table (rebuilt
+by counting sort, O(C * bands), whenever codes change), and a query ranks by full Hamming distance
+only the union of its buckets, a few hundred classes instead of C. With `lsh_bands` = 0 it ranks
+every class (a popcount scan, O(C) per query). M is a running bound on the class norms, kept within
+a factor (1 + lsh_norm_slack)^2 of the largest norm: when an update leaves that band, every code is
 recomputed from the stored projections (O(C * bits), no re-reading of vectors; counted in `rehashes`).
 """
 from __future__ import annotations
@@ -14,7 +17,13 @@ import numpy as np
 import param
 import scipy.sparse as sp
 
-from ..engine.mips import hamming_nearest, sign_codes, simplelsh_codes
+from ..engine.mips import (
+    band_tables,
+    banded_nearest,
+    hamming_nearest,
+    sign_codes,
+    simplelsh_codes,
+)
 from .indexed import IndexedOracle
 from .sketch import Sketch
 
@@ -33,16 +42,36 @@ class SimpleLSHParams(param.Parameterized):
         "Head room of the norm bound M over the largest class norm: M = (1 + slack) * max norm, "
         "reset (and every code recomputed) when the largest norm exceeds M or falls below "
         "M / (1 + slack)^2."))
+    lsh_bands = param.Integer(default=8, bounds=(0, 64), doc=(
+        "Bands (hash tables) the code is cut into; a query ranks the union of its buckets, so more "
+        "bands raise recall and cost. 0 ranks every class (a full scan, O(C) per query). "
+        "lsh_bands * lsh_band_bits must not exceed hash_bits."))
+    lsh_band_bits = param.Integer(default=8, bounds=(1, 20), doc=(
+        "Bits per band: a table has 2^bits buckets. More bits make buckets smaller (faster, lower "
+        "recall per band)."))
+    lsh_bucket_cap = param.Integer(default=0, bounds=(0, 10**8), doc=(
+        "Buckets holding more classes than this are skipped (0 = 8 * lsh_candidates). The transform "
+        "maps every class of small norm relative to M to nearly the same code, so the crowded "
+        "buckets hold classes with small inner products; a query whose every bucket is skipped or "
+        "empty ranks every class instead (counted in the oracle's full_scans)."))
 
 
 class SimpleLSHOracle(IndexedOracle):
-    """Approximate margin oracle by SimpleLSH codes and Hamming ranking, exact re-ranking."""
+    """Approximate margin oracle by SimpleLSH codes and (banded) Hamming ranking, exact re-ranking.
+
+    `rehashes` counts the recomputations of every code, `full_scans` the queries that ranked every
+    class because their buckets were all empty or over the cap (both since the last build)."""
 
     name = "simplelsh"
 
     def __init__(self, params: SimpleLSHParams | None = None, seed: int = 0, threads: int | None = None) -> None:
-        super().__init__(params or SimpleLSHParams(), seed, threads)
+        params = params or SimpleLSHParams()
+        if params.lsh_bands * params.lsh_band_bits > params.hash_bits:
+            raise ValueError(f"lsh_bands * lsh_band_bits = {params.lsh_bands} * {params.lsh_band_bits} exceeds "
+                             f"hash_bits = {params.hash_bits}")
+        super().__init__(params, seed, threads)
         self.rehashes = 0
+        self.full_scans = 0
 
     def _index(self) -> None:
         p = self.params
@@ -51,6 +80,7 @@ class SimpleLSHOracle(IndexedOracle):
         self._extra = self._sketch.signs(self.vectors.n_features)
         self._proj, self._norms = self._sketch_classes(np.arange(C, dtype=np.int64), self._sketch)
         self.rehashes = 0
+        self.full_scans = 0
         self._rehash()
 
     def _rehash(self) -> None:
@@ -58,6 +88,13 @@ class SimpleLSHOracle(IndexedOracle):
         top = float(self._norms.max())
         self.bound = (1.0 + self.params.lsh_norm_slack) * top if top > 0.0 else 1.0
         self._codes = simplelsh_codes(self._proj, self._norms, self._extra, self.bound)
+        self._tabulate()
+
+    def _tabulate(self) -> None:
+        """The bucket tables of the current codes (nothing to do for a full scan)."""
+        if self.params.lsh_bands:
+            self._bucket_ptr, self._bucket_ids = band_tables(self._codes, self.params.lsh_bands,
+                                                             self.params.lsh_band_bits)
 
     def _outside_band(self, top: float) -> bool:
         """Whether the largest norm left [M / (1 + slack)^2, M] (M = 1 while every vector is zero)."""
@@ -74,7 +111,28 @@ class SimpleLSHOracle(IndexedOracle):
             self._rehash()
         else:
             self._codes[classes] = simplelsh_codes(proj, norms, self._extra, self.bound)
+            self._tabulate()
 
     def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        if not self._norms.any():
+            # Every class scores 0, so any class is exact: no candidates, and the base class answers
+            # a hashed class per row. A full scan would answer class 0 for every row, and a solver's
+            # first step would then pile every margin on it, whose norm would then set M and map
+            # every other class to one code.
+            return np.zeros(X.shape[0] + 1, np.int64), np.empty(0, np.int64)
         queries = sign_codes(self._sketch(X))
-        return hamming_nearest(queries, self._codes, self.params.lsh_candidates, CHUNK)
+        if not p.lsh_bands:
+            return hamming_nearest(queries, self._codes, p.lsh_candidates, CHUNK)
+        k = min(p.lsh_candidates, self._codes.size)
+        cand, counts = banded_nearest(queries, self._codes, self._bucket_ptr, self._bucket_ids, p.lsh_band_bits,
+                                      p.lsh_bucket_cap or 8 * p.lsh_candidates, k, CHUNK)
+        cand = cand.reshape(-1, k)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size:
+            self.full_scans += int(empty.size)
+            cand[empty] = hamming_nearest(queries[empty], self._codes, k, CHUNK)[1].reshape(-1, k)
+            counts[empty] = k
+        cand_ptr = np.zeros(counts.size + 1, np.int64)
+        np.cumsum(counts, out=cand_ptr[1:])
+        return cand_ptr, cand[np.arange(k) < counts[:, None]]

@@ -1,0 +1,90 @@
+"""SimpleLSH's candidate generation against numpy references: the full popcount scan (lsh_bands 0)
+and the banded tables (the nearest codes among the union of a query's buckets under the cap), the
+fallback to a full scan, and an index of zero vectors."""
+import numpy as np
+import pytest
+
+from xcviz.oracles.simplelsh import SimpleLSHOracle, SimpleLSHParams
+from xcviz.oracles.static import StaticVectors
+
+
+def built(problem, **params) -> SimpleLSHOracle:
+    oracle = SimpleLSHOracle(SimpleLSHParams(**params), seed=0, threads=2)
+    oracle.build(StaticVectors(problem.W))
+    return oracle
+
+
+def query_codes(oracle, X) -> np.ndarray:
+    bits = oracle._sketch(X) > 0.0
+    return (bits.astype(np.uint64) << np.arange(bits.shape[1], dtype=np.uint64)).sum(1, dtype=np.uint64)
+
+
+def nearest(q, codes, among, k) -> set:
+    """The k classes of `among` nearest to q in Hamming distance, ties to the smaller class."""
+    among = np.sort(among)
+    dist = np.bitwise_count(codes[among] ^ q)
+    return set(among[np.lexsort((among, dist))[:k]].tolist())
+
+
+def lists(oracle, X) -> list:
+    ptr, cands = oracle._candidates(X)
+    return [cands[ptr[i]:ptr[i + 1]] for i in range(X.shape[0])]
+
+
+def test_full_scan_ranks_the_nearest_codes(problem):
+    oracle = built(problem, lsh_bands=0)
+    X = problem.X[:40]
+    C = problem.W.shape[0]
+    for q, got in zip(query_codes(oracle, X), lists(oracle, X)):
+        assert got.size == 100 and set(got.tolist()) == nearest(q, oracle._codes, np.arange(C), 100)
+
+
+@pytest.mark.parametrize("bands, bits, cap", [(8, 8, 0), (16, 4, 160), (5, 12, 3)])
+def test_banded_candidates_are_the_nearest_in_the_uncapped_buckets(problem, bands, bits, cap):
+    oracle = built(problem, lsh_bands=bands, lsh_band_bits=bits, lsh_bucket_cap=cap)
+    cap = cap or 800
+    X = problem.X[:60]
+    codes = oracle._codes
+    C = codes.size
+    mask = np.uint64(2 ** bits - 1)
+    keys = [(codes >> np.uint64(b * bits)) & mask for b in range(bands)]
+    scanned = 0
+    for q, got in zip(query_codes(oracle, X), lists(oracle, X)):
+        union = set()
+        for b in range(bands):
+            bucket = np.flatnonzero(keys[b] == ((q >> np.uint64(b * bits)) & mask))
+            if bucket.size <= cap:
+                union.update(bucket.tolist())
+        if not union:
+            scanned += 1
+            union = range(C)
+        expected = nearest(q, codes, np.fromiter(union, np.int64), 100)
+        assert len(got) == len(expected) and set(got.tolist()) == expected
+    assert oracle.full_scans == scanned
+
+
+def test_every_bucket_over_the_cap_falls_back_to_the_full_scan(problem):
+    capped = built(problem, lsh_bands=1, lsh_band_bits=1, lsh_bucket_cap=1)  # two buckets, both crowded
+    full = built(problem, lsh_bands=0)
+    assert np.array_equal(capped.query(problem.X, problem.y), full.query(problem.X, problem.y))
+    assert capped.full_scans == problem.X.shape[0] and full.full_scans == 0
+
+
+def test_banded_candidates_do_not_depend_on_the_thread_count(problem):
+    one = SimpleLSHOracle(SimpleLSHParams(), seed=0, threads=1)
+    one.build(StaticVectors(problem.W))
+    two = built(problem)
+    for a, b in zip(one._candidates(problem.X), two._candidates(problem.X)):
+        assert np.array_equal(a, b)
+
+
+def test_an_index_of_zero_vectors_answers_without_scanning(problem):
+    oracle = SimpleLSHOracle(SimpleLSHParams(), seed=0, threads=1)
+    oracle.build(StaticVectors(0.0 * problem.W))
+    answer = oracle.query(problem.X, problem.y)
+    assert np.all(answer != problem.y) and np.unique(answer).size > 100 and oracle.full_scans == 0
+
+
+def test_bands_must_fit_in_the_code():
+    with pytest.raises(ValueError, match="hash_bits"):
+        SimpleLSHOracle(SimpleLSHParams(hash_bits=32, lsh_bands=5, lsh_band_bits=8))
