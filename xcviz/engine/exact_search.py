@@ -1,15 +1,20 @@
 """Exact maximum-inner-product search with one excluded class, for the exact margin oracle.
 
 W is given feature-major (features x classes), so a query visits only the classes sharing a
-feature with it; every class it does not visit scores exactly 0. Ties go to the smaller class id,
-so answers do not depend on the thread count or on the chunking.
+feature with it; every class it does not visit scores exactly 0. Ties among visited classes go to
+the smaller class id. When the best is an unvisited class (score 0), all of those tie: the answer
+is the first one at or after a position hashed from (salt, row), so that a fresh model's all-zero
+rows do not send every margin to class 0. Answers depend on neither the thread count nor the
+chunking.
 """
 import numpy as np
 from numba import njit, prange
 
+from .mips import mix64
+
 
 @njit(cache=True, nogil=True, parallel=True)
-def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_classes, chunk):
+def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_classes, chunk, salt):
     """(best class != exclude[i], its score) for every CSR row i; exclude[i] < 0 excludes nothing."""
     n = indptr.shape[0] - 1
     best = np.full(n, -1, np.int64)
@@ -39,13 +44,14 @@ def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_cl
                 if c != ex and (acc[c] > bs or (acc[c] == bs and c < b)):
                     b = c
                     bs = acc[c]
-            if bs <= 0.0:
-                c = 0
-                while c < n_classes and (mark[c] or c == ex):
-                    c += 1
-                if c < n_classes and (bs < 0.0 or c < b):
-                    b = c
-                    bs = 0.0
+            if bs < 0.0 or b < 0:
+                start = np.int64(mix64(np.uint64(salt) + np.uint64(i)) % np.uint64(n_classes))
+                for step in range(n_classes):
+                    c = (start + step) % n_classes
+                    if not mark[c] and c != ex:
+                        b = c
+                        bs = 0.0
+                        break
             for t in range(nt):
                 acc[touched[t]] = 0.0
                 mark[touched[t]] = False
@@ -54,24 +60,17 @@ def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_cl
     return best, score
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _mix(z):
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 @njit(cache=True, nogil=True)
 def uniform_other(seed, call, exclude, n_classes):
     """A uniformly random class != exclude[i] per row, a pure function of (seed, call, row): the
     inexact margin of eq. (2) of MEMOIR, reproducible whatever the thread count."""
     n = exclude.shape[0]
     out = np.empty(n, np.int64)
-    base = _mix(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(call))
+    base = mix64(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(call))
     for i in range(n):
         ex = exclude[i]
         span = n_classes - 1 if ex >= 0 else n_classes
-        r = np.int64(_mix(base + np.uint64(i)) % np.uint64(span))
+        r = np.int64(mix64(base + np.uint64(i)) % np.uint64(span))
         if ex >= 0 and r >= ex:
             r += 1
         out[i] = r

@@ -140,10 +140,12 @@ def _cut(hist, k):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def hamming_nearest(queries, codes, k, chunk):
-    """The k codes nearest to each query in Hamming distance (ties: smaller index), as candidate
-    lists (cand_indptr, candidates), k per query. One popcount scan per query and a counting select
-    over the 65 possible distances: O(C) with a small constant, no sort."""
+def hamming_nearest(queries, codes, k, chunk, salt):
+    """The k codes nearest to each query in Hamming distance, as candidate lists (cand_indptr,
+    candidates), k per query. One popcount scan per query and a counting select over the 65
+    possible distances: O(C) with a small constant, no sort. Ties at the cut are taken in a
+    circular order starting at a class hashed from (salt, query): SimpleLSH gives many classes the
+    same code, and taking the smallest ids would hand every query the same few classes."""
     n = queries.shape[0]
     n_codes = codes.shape[0]
     k = min(k, n_codes)
@@ -161,7 +163,9 @@ def hamming_nearest(queries, codes, k, chunk):
                 hist[d] += 1
             cut, at_cut = _cut(hist, k)
             pos = i * k
-            for c in range(n_codes):
+            start = np.int64(mix64(np.uint64(salt) + np.uint64(i)) % np.uint64(n_codes))
+            for step in range(n_codes):
+                c = (start + step) % n_codes
                 d = dist[c]
                 if d < cut:
                     cand[pos] = c
@@ -205,10 +209,11 @@ def band_tables(codes, bands, bits):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk):
+def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, salt):
     """Sublinear candidate lists from banded LSH tables (see `band_tables`): for each query the
     union of its buckets over all bands, buckets holding more than `cap` classes left out, and of
-    that union the k nearest codes in full Hamming distance (ties: smaller index).
+    that union the k nearest codes in full Hamming distance (ties at the cut: by a hash of (salt,
+    query, class), for the reason given in `hamming_nearest`).
 
     Returns (cand, counts): query i's candidates are cand[i*k : i*k + counts[i]] (k = min(k, C)),
     in an order fixed by the tables alone; counts[i] = 0 when the union is empty (the caller
@@ -263,7 +268,11 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk):
                     ties += 1
             tied = touched[:ties]
             if ties > at_cut:
-                tied.sort()
+                base = mix64(np.uint64(salt) + np.uint64(i))
+                order = np.empty(ties, np.uint64)
+                for t in range(ties):
+                    order[t] = mix64(base ^ np.uint64(tied[t]))
+                tied = tied[np.argsort(order)]
             cand[pos:pos + at_cut] = tied[:at_cut]
     return cand, counts
 

@@ -32,6 +32,8 @@ class ExactOracle:
     def __init__(self, params: ExactParams | None = None, seed: int = 0, threads: int | None = None) -> None:
         self.params = params or ExactParams()
         self.threads = threads
+        self.seed = int(seed)
+        self.calls = 0  # salts the choice among classes tied at score 0 (see engine.exact_search)
         self._vectors: ClassVectors | None = None
         self._cols = None
 
@@ -56,9 +58,11 @@ class ExactOracle:
         if X.shape[1] > self._vectors.n_features:
             raise ValueError(f"queries have {X.shape[1]} features, the class vectors {self._vectors.n_features}")
         ex = np.full(X.shape[0], -1, np.int64) if exclude is None else np.asarray(exclude, np.int64)
+        self.calls += 1
+        salt = (self.seed * 0x9E3779B1 + self.calls) & 0x7FFFFFFFFFFFFFFF
         with using_threads(self.threads):
             return exact_argmax(*self._cols, X.indptr.astype(np.int64), X.indices.astype(np.int64),
-                                X.data.astype(np.float64), ex, self._vectors.n_classes, 64)
+                                X.data.astype(np.float64), ex, self._vectors.n_classes, 64, salt)
 
     def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
         return self.search(X, exclude)[0]

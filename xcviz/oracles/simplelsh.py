@@ -72,6 +72,7 @@ class SimpleLSHOracle(IndexedOracle):
         super().__init__(params, seed, threads)
         self.rehashes = 0
         self.full_scans = 0
+        self.calls = 0  # salts the order of Hamming ties, so that runs repeat exactly
 
     def _index(self) -> None:
         p = self.params
@@ -122,16 +123,18 @@ class SimpleLSHOracle(IndexedOracle):
             # every other class to one code.
             return np.zeros(X.shape[0] + 1, np.int64), np.empty(0, np.int64)
         queries = sign_codes(self._sketch(X))
+        self.calls += 1
+        salt = (self.seed * 0x9E3779B1 + self.calls) & 0x7FFFFFFFFFFFFFFF
         if not p.lsh_bands:
-            return hamming_nearest(queries, self._codes, p.lsh_candidates, CHUNK)
+            return hamming_nearest(queries, self._codes, p.lsh_candidates, CHUNK, salt)
         k = min(p.lsh_candidates, self._codes.size)
         cand, counts = banded_nearest(queries, self._codes, self._bucket_ptr, self._bucket_ids, p.lsh_band_bits,
-                                      p.lsh_bucket_cap or 8 * p.lsh_candidates, k, CHUNK)
+                                      p.lsh_bucket_cap or 8 * p.lsh_candidates, k, CHUNK, salt)
         cand = cand.reshape(-1, k)
         empty = np.flatnonzero(counts == 0)
         if empty.size:
             self.full_scans += int(empty.size)
-            cand[empty] = hamming_nearest(queries[empty], self._codes, k, CHUNK)[1].reshape(-1, k)
+            cand[empty] = hamming_nearest(queries[empty], self._codes, k, CHUNK, salt)[1].reshape(-1, k)
             counts[empty] = k
         cand_ptr = np.zeros(counts.size + 1, np.int64)
         np.cumsum(counts, out=cand_ptr[1:])
