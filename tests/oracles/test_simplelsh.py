@@ -55,25 +55,45 @@ def test_banded_candidates_are_the_nearest_in_the_uncapped_buckets(problem, band
     C = codes.size
     mask = np.uint64(2 ** bits - 1)
     keys = [(codes >> np.uint64(b * bits)) & mask for b in range(bands)]
-    scanned = 0
+    crowded = scanned = probed = 0
     for q, got in zip(query_codes(oracle, X), lists(oracle, X)):
-        union = set()
-        for b in range(bands):
-            bucket = np.flatnonzero(keys[b] == ((q >> np.uint64(b * bits)) & mask))
+        union, least = set(), None
+
+        def visit(bucket):
+            nonlocal least
             if bucket.size <= cap:
                 union.update(bucket.tolist())
-        if not union:
+            elif least is None or bucket.size < least.size:
+                least = bucket
+
+        for b in range(bands):
+            visit(np.flatnonzero(keys[b] == ((q >> np.uint64(b * bits)) & mask)))
+        if union:
+            assert is_nearest(got, q, codes, np.fromiter(union, np.int64), 100)
+            continue
+        if least is None:  # every bucket empty: the buckets one bit away are probed
+            for b in range(bands):
+                key = (q >> np.uint64(b * bits)) & mask
+                for flip in range(bits):
+                    visit(np.flatnonzero(keys[b] == (key ^ np.uint64(1 << flip))))
+            if union:
+                probed += 1
+                assert 0 < len(got) <= 100 and set(got.tolist()) <= union
+                continue
+        if least is not None:  # every bucket crowded: members of the least crowded one stand in
+            crowded += 1
+            assert len(got) == min(100, cap) and set(got.tolist()) <= set(least.tolist())
+        else:  # every bucket empty, even one bit away: a full scan
             scanned += 1
-            union = range(C)
-        assert is_nearest(got, q, codes, np.fromiter(union, np.int64), 100)
-    assert oracle.full_scans == scanned
+            assert is_nearest(got, q, codes, np.arange(C), 100)
+    assert oracle.crowded == crowded and oracle.full_scans == scanned
 
 
-def test_every_bucket_over_the_cap_falls_back_to_the_full_scan(problem):
-    capped = built(problem, lsh_bands=1, lsh_band_bits=1, lsh_bucket_cap=1)  # two buckets, both crowded
-    full = built(problem, lsh_bands=0)
-    assert np.array_equal(capped.query(problem.X, problem.y), full.query(problem.X, problem.y))
-    assert capped.full_scans == problem.X.shape[0] and full.full_scans == 0
+def test_when_every_bucket_is_crowded_the_least_crowded_one_stands_in(problem):
+    capped = built(problem, lsh_bands=1, lsh_band_bits=1, lsh_bucket_cap=5)  # two buckets, both crowded
+    answer = capped.query(problem.X, problem.y)
+    assert capped.crowded == problem.X.shape[0] and capped.full_scans == 0
+    assert np.all(answer != problem.y)
 
 
 def test_banded_candidates_do_not_depend_on_the_thread_count(problem):

@@ -215,9 +215,11 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
     that union the k nearest codes in full Hamming distance (ties at the cut: by a hash of (salt,
     query, class), for the reason given in `hamming_nearest`).
 
-    Returns (cand, counts): query i's candidates are cand[i*k : i*k + counts[i]] (k = min(k, C)),
-    in an order fixed by the tables alone; counts[i] = 0 when the union is empty (the caller
-    decides what to do). Each chunk of queries de-duplicates with its own marker array of size C, reset
+    Returns (cand, counts, crowded): query i's candidates are cand[i*k : i*k + counts[i]]
+    (k = min(k, C)). When every bucket of a query is empty, the buckets one bit away in each band
+    are probed instead (multi-probe LSH). When every bucket it looked at is over the cap, `cap`
+    members of the least crowded one stand in for the union (crowded[i] is true); counts[i] = 0
+    only when all of them are empty (the caller decides what to do). Each chunk of queries de-duplicates with its own marker array of size C, reset
     through the list of touched classes, so a query costs O(its union) and not O(C)."""
     n = queries.shape[0]
     n_codes = codes.shape[0]
@@ -225,6 +227,7 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
     k = min(k, n_codes)
     cand = np.empty(n * k, np.int64)
     counts = np.zeros(n, np.int64)
+    crowded = np.zeros(n, np.bool_)
     n_chunks = (n + chunk - 1) // chunk
     for ch in prange(n_chunks):
         seen = np.zeros(n_codes, np.bool_)
@@ -235,11 +238,16 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
             q = queries[i]
             hist[:] = 0
             m = 0
+            crowd_lo = np.int64(0)
+            crowd_size = np.int64(0)
+            crowd_band = -1
             for b in range(bands):
                 key = _band_key(q, b, bits)
                 lo = bucket_ptr[b, key]
                 hi = bucket_ptr[b, key + 1]
                 if hi - lo > cap:
+                    if crowd_band < 0 or hi - lo < crowd_size:
+                        crowd_band, crowd_lo, crowd_size = b, lo, hi - lo
                     continue
                 for p in range(lo, hi):
                     c = bucket_ids[b, p]
@@ -250,6 +258,40 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
                         dist[m] = d
                         hist[d] += 1
                         m += 1
+            if m == 0 and crowd_band < 0:
+                # every bucket of the query is empty: probe the buckets one bit away in each band
+                # (multi-probe LSH), under the same cap
+                for b in range(bands):
+                    key = _band_key(q, b, bits)
+                    for flip in range(bits):
+                        probe = key ^ (np.int64(1) << np.int64(flip))
+                        lo = bucket_ptr[b, probe]
+                        hi = bucket_ptr[b, probe + 1]
+                        if hi - lo > cap:
+                            if crowd_band < 0 or hi - lo < crowd_size:
+                                crowd_band, crowd_lo, crowd_size = b, lo, hi - lo
+                            continue
+                        for p in range(lo, hi):
+                            c = bucket_ids[b, p]
+                            if not seen[c] and m < touched.shape[0]:
+                                seen[c] = True
+                                d = popcount(q ^ codes[c])
+                                touched[m] = c
+                                dist[m] = d
+                                hist[d] += 1
+                                m += 1
+            if m == 0 and crowd_band >= 0:
+                # every bucket of the query is crowded: `cap` members of the least crowded one, from
+                # a hashed offset (they share that band's bits with the query)
+                crowded[i] = True
+                start = np.int64(mix64(np.uint64(salt) + np.uint64(i)) % np.uint64(crowd_size))
+                for j in range(min(cap, crowd_size)):
+                    c = bucket_ids[crowd_band, crowd_lo + (start + j) % crowd_size]
+                    d = popcount(q ^ codes[c])
+                    touched[m] = c
+                    dist[m] = d
+                    hist[d] += 1
+                    m += 1
             for t in range(m):
                 seen[touched[t]] = False
             kept = min(k, m)
@@ -274,7 +316,7 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
                     order[t] = mix64(base ^ np.uint64(tied[t]))
                 tied = tied[np.argsort(order)]
             cand[pos:pos + at_cut] = tied[:at_cut]
-    return cand, counts
+    return cand, counts, crowded
 
 
 @njit(cache=True, nogil=True)

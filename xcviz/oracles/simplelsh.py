@@ -52,8 +52,9 @@ class SimpleLSHParams(param.Parameterized):
     lsh_bucket_cap = param.Integer(default=0, bounds=(0, 10**8), doc=(
         "Buckets holding more classes than this are skipped (0 = 8 * lsh_candidates). The transform "
         "maps every class of small norm relative to M to nearly the same code, so the crowded "
-        "buckets hold classes with small inner products; a query whose every bucket is skipped or "
-        "empty ranks every class instead (counted in the oracle's full_scans)."))
+        "buckets hold classes with small inner products. A query whose every bucket is crowded "
+        "ranks `cap` members of its least crowded bucket (counted in the oracle's `crowded`); one "
+        "whose buckets are all empty ranks every class (counted in `full_scans`)."))
 
 
 class SimpleLSHOracle(IndexedOracle):
@@ -72,6 +73,7 @@ class SimpleLSHOracle(IndexedOracle):
         super().__init__(params, seed, threads)
         self.rehashes = 0
         self.full_scans = 0
+        self.crowded = 0
         self.calls = 0  # salts the order of Hamming ties, so that runs repeat exactly
 
     def _index(self) -> None:
@@ -82,6 +84,7 @@ class SimpleLSHOracle(IndexedOracle):
         self._proj, self._norms = self._sketch_classes(np.arange(C, dtype=np.int64), self._sketch)
         self.rehashes = 0
         self.full_scans = 0
+        self.crowded = 0
         self._rehash()
 
     def _rehash(self) -> None:
@@ -128,8 +131,9 @@ class SimpleLSHOracle(IndexedOracle):
         if not p.lsh_bands:
             return hamming_nearest(queries, self._codes, p.lsh_candidates, CHUNK, salt)
         k = min(p.lsh_candidates, self._codes.size)
-        cand, counts = banded_nearest(queries, self._codes, self._bucket_ptr, self._bucket_ids, p.lsh_band_bits,
+        cand, counts, crowded = banded_nearest(queries, self._codes, self._bucket_ptr, self._bucket_ids, p.lsh_band_bits,
                                       p.lsh_bucket_cap or 8 * p.lsh_candidates, k, CHUNK, salt)
+        self.crowded += int(crowded.sum())
         cand = cand.reshape(-1, k)
         empty = np.flatnonzero(counts == 0)
         if empty.size:
