@@ -56,18 +56,18 @@ def test_banded_candidates_are_the_nearest_in_the_uncapped_buckets(problem, band
     mask = np.uint64(2 ** bits - 1)
     keys = [(codes >> np.uint64(b * bits)) & mask for b in range(bands)]
     crowded = scanned = probed = 0
+
+    def visit(bucket, union, least):
+        """Add an uncrowded bucket to the union; returns the least crowded bucket so far."""
+        if bucket.size <= cap:
+            union.update(bucket.tolist())
+            return least
+        return bucket if least is None or bucket.size < least.size else least
+
     for q, got in zip(query_codes(oracle, X), lists(oracle, X)):
         union, least = set(), None
-
-        def visit(bucket):
-            nonlocal least
-            if bucket.size <= cap:
-                union.update(bucket.tolist())
-            elif least is None or bucket.size < least.size:
-                least = bucket
-
         for b in range(bands):
-            visit(np.flatnonzero(keys[b] == ((q >> np.uint64(b * bits)) & mask)))
+            least = visit(np.flatnonzero(keys[b] == ((q >> np.uint64(b * bits)) & mask)), union, least)
         if union:
             assert is_nearest(got, q, codes, np.fromiter(union, np.int64), 100)
             continue
@@ -75,7 +75,7 @@ def test_banded_candidates_are_the_nearest_in_the_uncapped_buckets(problem, band
             for b in range(bands):
                 key = (q >> np.uint64(b * bits)) & mask
                 for flip in range(bits):
-                    visit(np.flatnonzero(keys[b] == (key ^ np.uint64(1 << flip))))
+                    least = visit(np.flatnonzero(keys[b] == (key ^ np.uint64(1 << flip))), union, least)
             if union:
                 probed += 1
                 assert 0 < len(got) <= 100 and set(got.tolist()) <= union
