@@ -208,6 +208,29 @@ def band_tables(codes, bands, bits):
     return ptr, ids
 
 
+@njit(cache=True, nogil=True)
+def _visit_bucket(q, codes, bucket_ptr, bucket_ids, band, key, cap, seen, touched, dist, hist, m, crowd):
+    """Add the unseen classes of one bucket to a query's union (their Hamming distances to
+    `dist`, `hist`), or, if it holds more than `cap`, remember it in `crowd` when it is the least
+    crowded so far. Returns the union's new size."""
+    lo = bucket_ptr[band, key]
+    hi = bucket_ptr[band, key + 1]
+    if hi - lo > cap:
+        if crowd[0] < 0 or hi - lo < crowd[2]:
+            crowd[0], crowd[1], crowd[2] = band, lo, hi - lo
+        return m
+    for p in range(lo, hi):
+        c = bucket_ids[band, p]
+        if not seen[c] and m < touched.shape[0]:
+            seen[c] = True
+            d = popcount(q ^ codes[c])
+            touched[m] = c
+            dist[m] = d
+            hist[d] += 1
+            m += 1
+    return m
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, salt):
     """Sublinear candidate lists from banded LSH tables (see `band_tables`): for each query the
@@ -234,59 +257,31 @@ def banded_nearest(queries, codes, bucket_ptr, bucket_ids, bits, cap, k, chunk, 
         touched = np.empty(min(n_codes, bands * cap), np.int64)
         dist = np.empty(touched.shape[0], np.uint8)
         hist = np.empty(65, np.int64)
+        crowd = np.empty(3, np.int64)
         for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
             q = queries[i]
             hist[:] = 0
+            crowd[0] = -1  # the least crowded bucket over the cap: band, start, size
             m = 0
-            crowd_lo = np.int64(0)
-            crowd_size = np.int64(0)
-            crowd_band = -1
             for b in range(bands):
-                key = _band_key(q, b, bits)
-                lo = bucket_ptr[b, key]
-                hi = bucket_ptr[b, key + 1]
-                if hi - lo > cap:
-                    if crowd_band < 0 or hi - lo < crowd_size:
-                        crowd_band, crowd_lo, crowd_size = b, lo, hi - lo
-                    continue
-                for p in range(lo, hi):
-                    c = bucket_ids[b, p]
-                    if not seen[c]:
-                        seen[c] = True
-                        d = popcount(q ^ codes[c])
-                        touched[m] = c
-                        dist[m] = d
-                        hist[d] += 1
-                        m += 1
-            if m == 0 and crowd_band < 0:
+                m = _visit_bucket(q, codes, bucket_ptr, bucket_ids, b, _band_key(q, b, bits), cap, seen, touched,
+                                  dist, hist, m, crowd)
+            if m == 0 and crowd[0] < 0:
                 # every bucket of the query is empty: probe the buckets one bit away in each band
                 # (multi-probe LSH), under the same cap
                 for b in range(bands):
                     key = _band_key(q, b, bits)
                     for flip in range(bits):
-                        probe = key ^ (np.int64(1) << np.int64(flip))
-                        lo = bucket_ptr[b, probe]
-                        hi = bucket_ptr[b, probe + 1]
-                        if hi - lo > cap:
-                            if crowd_band < 0 or hi - lo < crowd_size:
-                                crowd_band, crowd_lo, crowd_size = b, lo, hi - lo
-                            continue
-                        for p in range(lo, hi):
-                            c = bucket_ids[b, p]
-                            if not seen[c] and m < touched.shape[0]:
-                                seen[c] = True
-                                d = popcount(q ^ codes[c])
-                                touched[m] = c
-                                dist[m] = d
-                                hist[d] += 1
-                                m += 1
-            if m == 0 and crowd_band >= 0:
+                        m = _visit_bucket(q, codes, bucket_ptr, bucket_ids, b, key ^ (np.int64(1) << np.int64(flip)),
+                                          cap, seen, touched, dist, hist, m, crowd)
+            if m == 0 and crowd[0] >= 0:
                 # every bucket of the query is crowded: `cap` members of the least crowded one, from
                 # a hashed offset (they share that band's bits with the query)
                 crowded[i] = True
-                start = np.int64(mix64(np.uint64(salt) + np.uint64(i)) % np.uint64(crowd_size))
-                for j in range(min(cap, crowd_size)):
-                    c = bucket_ids[crowd_band, crowd_lo + (start + j) % crowd_size]
+                band, lo, size = crowd[0], crowd[1], crowd[2]
+                start = np.int64(mix64(np.uint64(salt) + np.uint64(i)) % np.uint64(size))
+                for j in range(min(cap, size)):
+                    c = bucket_ids[band, lo + (start + j) % size]
                     d = popcount(q ^ codes[c])
                     touched[m] = c
                     dist[m] = d
