@@ -246,3 +246,14 @@ def test_a_fold_of_the_store_keeps_the_oracle_index_consistent(name):
     fresh = make_oracle(name, seed=1)
     fresh.build(store)
     assert np.array_equal(kept.query(Q, exclude), fresh.query(Q, exclude))
+
+
+def test_the_exact_oracle_stays_exact_between_index_updates(small):
+    """reindex_every delays the index updates of approximate oracles; the exact one has no index and
+    must answer from the current W after every batch."""
+    X, y = small
+    sink = MemorySink()
+    fit_memoir(X, y, MemoirParams(oracle="exact", epochs=3, batch_size=30, reindex_every=7, records_per_epoch=10),
+               recorder=sink)
+    it = sink.iterations
+    assert (it["oracle_recall"] == 1.0).all() and (it["margin_error"] == 0.0).all()

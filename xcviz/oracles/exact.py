@@ -25,7 +25,8 @@ def feature_major(vectors: ClassVectors) -> tuple[np.ndarray, np.ndarray, np.nda
 
 class ExactOracle:
     """argmax_{c != y} w_c . x over all C classes, in parallel over queries; the reference every
-    approximate oracle's recall and margin error are measured against."""
+    approximate oracle's recall and margin error are measured against. It has no index to keep up:
+    it re-reads the vectors whenever they changed (a store's `version`), whatever `update` is told."""
 
     name = "exact"
 
@@ -36,24 +37,26 @@ class ExactOracle:
         self.calls = 0  # salts the choice among classes tied at score 0 (see engine.exact_search)
         self._vectors: ClassVectors | None = None
         self._cols = None
+        self._read = None  # the vectors' version the columns were read at
 
     def build(self, vectors: ClassVectors) -> None:
         self._vectors = vectors
         self._cols = None
 
     def update(self, classes: np.ndarray) -> None:
-        if len(classes):
-            self._cols = None
+        """Nothing to re-index: queries read the current vectors."""
 
     def rescale(self, factor: float) -> None:
-        self._cols = None
+        """Nothing to re-index: queries read the current vectors."""
 
     def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(best class, its inner product) per row of X."""
         if self._vectors is None:
             raise RuntimeError("the exact oracle has no class vectors: call build() first")
-        if self._cols is None:
+        version = getattr(self._vectors, "version", None)
+        if self._cols is None or version != self._read:
             self._cols = feature_major(self._vectors)
+            self._read = version
         X = sp.csr_matrix(X)
         if X.shape[1] > self._vectors.n_features:
             raise ValueError(f"queries have {X.shape[1]} features, the class vectors {self._vectors.n_features}")

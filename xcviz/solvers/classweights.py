@@ -33,6 +33,7 @@ class ClassWeights:
         self.scale_sum = 0.0
         self.iterates = 0
         self.n_entries = 0
+        self.version = 0  # counts changes of V, so readers (the exact oracle) know when to re-read
         self.on_fold: list[Callable[[float], None]] = []  # told the factor V was multiplied by
         self.row_head = np.full(self.n_classes, -1, np.int64)
         self.row_len = np.zeros(self.n_classes, np.int64)
@@ -95,6 +96,7 @@ class ClassWeights:
             rows, indptr, indices, data, y, r, v_step, self.scale_sum, *self._table, self.ent_class, self.ent_feat,
             self.val, self.ref, self.next_entry, self.row_head, self.row_len, self.n_entries)
         self.sumsq += dsq
+        self.version += 1
 
     def multiply(self, factor: float) -> None:
         """W <- factor * W in O(1); folds the scale into V when it gets small."""
@@ -110,6 +112,7 @@ class ClassWeights:
         self.sumsq, _ = ws.fold_scale(self.val[:n], self.ref[:n], self.acc[:n], n, self.scale, self.scale_sum)
         self.scale_sum = 0.0
         self.scale = 1.0
+        self.version += 1
         if factor != 1.0:
             for listener in self.on_fold:
                 listener(factor)
@@ -125,6 +128,7 @@ class ClassWeights:
             self.fold()
         zeroed, _ = ws.soft_threshold_rows(classes.astype(np.int64), threshold, self.row_head, self.next_entry,
                                            self.val)
+        self.version += 1
         self.sumsq = float(np.dot(self.val[:self.n_entries], self.val[:self.n_entries]))
         return int(zeroed)
 
