@@ -226,9 +226,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only-memoir", action="store_true",
+                        help="rerun only the MEMOIR section and replace it in the existing --out file")
     args = parser.parse_args()
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
+    if args.only_memoir:
+        old = Path(args.out).read_text()
+        start, end = old.index(memoir_lines[0]), old.index("## Dashboard responsiveness")
+        Path(args.out).write_text(old[:start] + "\n".join(memoir_lines) + "\n\n" + old[end:])
+        return
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)
