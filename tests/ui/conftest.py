@@ -42,4 +42,6 @@ def server(tmp_path, home):
     proc.wait(timeout=20)
     log.close()
     output = (tmp_path / "server.log").read_text(errors="replace")
-    assert "Traceback" not in output, output[output.index("Traceback"):][:3000]  # the server raised nothing
+    # the server raised nothing, apart from writes to a browser that had already closed the page
+    raised = [t for t in output.split("Traceback")[1:] if "ClosedError" not in t]
+    assert not raised, "Traceback" + raised[0][:3000] if raised else ""
