@@ -1,12 +1,22 @@
-"""Render the README's figure: the MSI paper's per-iteration plots for the four initializers on Bibtex.
+"""Render the README's figures with headless Chromium through Playwright.
 
-Trains each initializer with a memory sink, lays out the shared band plots (xcviz.ui.bands), saves
-them as a standalone Bokeh HTML page and photographs it with headless Chromium through Playwright.
-Run: .venv/bin/python docs/make_figures.py (needs Debian's chromium at /usr/bin/chromium).
+`initializers-bibtex.png`: the MSI paper's per-iteration plots for the four initializers on Bibtex
+(trains each initializer with a memory sink, lays out the shared band plots of xcviz.ui.bands and
+photographs them as a standalone Bokeh page). `dashboard.png`: the dashboard mid-run (serves it
+over an empty run store, presses Compare for zero and MSI on Delicious and photographs the page
+while both runs train).
+Run: .venv/bin/python docs/make_figures.py [initializers] [dashboard] (default: both; needs
+Debian's chromium at /usr/bin/chromium).
 """
 from __future__ import annotations
 
+import os
+import re
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import holoviews as hv
@@ -15,12 +25,19 @@ from playwright.sync_api import sync_playwright
 import xcviz
 from xcviz.data import load
 from xcviz.runs.aggregate import relative_to_final
+from xcviz.runs.launcher import wait
 from xcviz.runs.sinks import MemorySink
+from xcviz.runs.store import RunStore
 from xcviz.ui.bands import band_plot, scatter_by_run
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-OUT = Path(__file__).resolve().parent / "initializers-bibtex.png"
+DOCS = Path(__file__).resolve().parent
+OUT = DOCS / "initializers-bibtex.png"
+APP = DOCS.parent / "apps" / "dashboard.py"
+# the page's text, shadow DOM included (Panel renders its components in shadow roots)
+PAGE_TEXT = """() => { const out = []; const walk = (n) => { if (n.nodeType === Node.TEXT_NODE) out.push(n.textContent);
+    if (n.shadowRoot) walk(n.shadowRoot); n.childNodes.forEach(walk); }; walk(document.body); return out.join(" "); }"""
 
 
 def figure() -> hv.Layout:
@@ -41,7 +58,7 @@ def figure() -> hv.Layout:
             + scatter_by_run(labels, "n_pos", "iterations", logx=True)).cols(2)
 
 
-def main() -> None:
+def initializers() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "figure.html"
         hv.save(figure(), page, backend="bokeh", resources="inline")
@@ -54,6 +71,54 @@ def main() -> None:
             tab.screenshot(path=str(OUT), full_page=True)
             browser.close()
     print(f"wrote {OUT}")
+
+
+def dashboard(seconds_in: float = 4.5) -> None:
+    """The dashboard `seconds_in` seconds after pressing Compare (zero and MSI on Delicious)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.TemporaryDirectory() as home:
+        server = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port), "--address",
+                                   "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                                  env={**os.environ, "XCVIZ_HOME": home}, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                tab = browser.new_page(viewport={"width": 1400, "height": 1150})
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        tab.goto(f"http://127.0.0.1:{port}/dashboard")
+                        break
+                    except Exception:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.5)
+                tab.wait_for_selector("text=Compare", timeout=60000)
+                tab.locator("select").first.select_option("delicious")
+                tab.get_by_role("button", name="Compare").click()
+                tab.wait_for_timeout(1000 * seconds_in)
+                deadline = time.monotonic() + 60  # a busy machine: wait until the plots have data
+                while not re.search(r"records shown: [1-9]\d{3}", tab.evaluate(PAGE_TEXT)) and time.monotonic() < deadline:
+                    tab.wait_for_timeout(250)
+                tab.screenshot(path=str(DOCS / "dashboard.png"))
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+            store = RunStore(home)  # the runs train on in their own processes: stop them before their store goes
+            for row in store.list():
+                store.request_cancel(row["id"])
+                wait(store, row["id"], timeout=120)
+    print(f"wrote {DOCS / 'dashboard.png'}")
+
+
+def main() -> None:
+    wanted = sys.argv[1:] or ["initializers", "dashboard"]
+    for name in wanted:
+        {"initializers": initializers, "dashboard": dashboard}[name]()
 
 
 if __name__ == "__main__":

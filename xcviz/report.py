@@ -22,10 +22,7 @@ from bokeh.models import Div
 from bokeh.resources import Resources
 
 from .runs.store import RunStore
-from .ui.figures import PALETTE
-from .ui.label_views import PositivesView
-from .ui.live_plots import LivePlots
-from .ui.records import PlotRun, RecordCache
+from .ui.run_view import RunView
 
 # resources Panel registers with Bokeh (its ES-module shim; in the server, where Tabulator is loaded,
 # Tabulator's script and stylesheet): links to files or a CDN that plain Bokeh plots do not need
@@ -41,14 +38,10 @@ def _table(frame: pd.DataFrame) -> str:
 
 def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
     """The dashboard's figures for these runs (each run one colour in every plot), and their rules."""
-    cache = RecordCache(store)
-    runs = {r["id"]: PlotRun(r["name"] if r["name"] == r["id"] else f"{r['name']} ({r['id']})",
-                             PALETTE[i % len(PALETTE)], cache.refresh(r["id"]), int(r["total"]))
-            for i, r in enumerate(rows)}
-    plots, positives = LivePlots(), PositivesView()
-    plots.show(runs)
-    positives.show(runs)
-    return plots.figures() + positives.figures(), plots.rules.object
+    view = RunView(store)
+    named = {r["id"]: {**r, "name": r["name"] if r["name"] == r["id"] else f"{r['name']} ({r['id']})"} for r in rows}
+    view.update(named, list(named))
+    return view.plots.figures() + view.positives.figures(), view.plots.rules.object
 
 
 def build_report(store: RunStore, runs: list[str], title: str = "xcviz run report") -> str:

@@ -1,7 +1,7 @@
 """The new views in a real browser, over a prepared store (no training, so it is quick): solver
 switch, filters, a failed run's error, delete with confirmation, export, label inspector, x-axis."""
-import os
 import socket
+import subprocess
 
 import pytest
 
@@ -13,7 +13,7 @@ from xcviz.runs.store import RunStore
 @pytest.fixture
 def prepared(home):
     """bibtex-zero and bibtex-msi (dismec, done), bibtex-squared_hinge (ppdsparse, done), broken-msi
-    (failed) and busy-msi (running: its process is this test)."""
+    (failed) and busy-msi (running: its process is a `sleep` that lives as long as the test)."""
     store = RunStore(home)
     runs = fill_store(store, runs=5, records=3000)
     names = ["bibtex-zero", "bibtex-msi", "bibtex-squared_hinge", "broken-msi", "busy-msi"]
@@ -22,8 +22,11 @@ def prepared(home):
     spec = store.get(runs[2])["spec"].replace('"solver": "dismec"', '"solver": "ppdsparse"')
     store.update(runs[2], spec=spec)
     store.update(runs[3], status="failed", error="DatasetFormatError: broken_train.txt:3: non-numeric token 'x'")
-    store.update(runs[4], status="running", pid=os.getpid(), host=socket.gethostname())
-    return dict(zip(names, runs))
+    busy = subprocess.Popen(["sleep", "600"])
+    store.update(runs[4], status="running", pid=busy.pid, host=socket.gethostname())
+    yield dict(zip(names, runs))
+    busy.kill()
+    busy.wait()
 
 
 def _wait_for(page, text: str, present: bool = True, timeout: float = 15000) -> None:

@@ -1,2 +1,3 @@
-"""HoloViews/Panel components shared by the notebooks and (later) the dashboard. No numerics here:
-summaries come from xcviz.runs.aggregate."""
+"""Panel/Bokeh components shared by the dashboard, the notebooks and the reports. No numerics
+here beyond drawing: summaries come from xcviz.runs.aggregate. `RunView` (live band plots and
+per-label views of runs of a store) is what a notebook uses; `Dashboard` composes the page."""

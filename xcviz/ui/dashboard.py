@@ -13,15 +13,15 @@ from pathlib import Path
 import panel as pn
 
 from ..runs.aggregate import eta_seconds
-from ..runs.launcher import FINAL, launch
+from ..runs.launcher import launch
 from ..runs.store import RunStore
 from .datasets import checked_dataset, dataset_choices
 from .export import ExportButtons
-from .figures import PALETTE
-from .label_views import LabelInspector, PositivesView
+from .figures import locked
+from .label_views import LabelInspector
 from .launch import LaunchPanel
-from .live_plots import LivePlots
-from .records import PlotRun, RecordCache
+from .records import PlotRun
+from .run_view import RunView
 from .runs_table import RunsTable
 
 
@@ -38,24 +38,20 @@ class Dashboard:
     def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None) -> None:
         self.store = store or RunStore()
         self.data_dirs = list(data_dirs or [])
-        self.cache = RecordCache(self.store)
+        self.live = RunView(self.store)
+        self.cache, self.plots, self.positives = self.live.cache, self.live.plots, self.live.positives
         self.launcher = LaunchPanel(dataset_choices(self.data_dirs))
-        self.launcher.compare_button.on_click(self._launch)
+        self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
         self.export = ExportButtons(self.store, self.runs.ticked)
-        self.plots = LivePlots()
-        self.positives = PositivesView()
         self.inspector = LabelInspector()
         self.progress = pn.Column()
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
         self.watched: list[str] = []  # the runs launched from this page, shown until others are ticked
-        self.colors: dict[str, str] = {}
         self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress]] = {}
         self._rows: dict[str, dict] = {}
-        self._complete: set[str] = set()  # runs whose final records have been read
-        # Tabulator's events arrive without the document lock; figures may change only under it
-        self.runs.table.param.watch(lambda _e: pn.state.execute(self.show, schedule=True), "selection")
+        self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; errors show in the page."""
@@ -70,10 +66,7 @@ class Dashboard:
 
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
-        self.cache.forget(run)
-        self.plots.forget(run)
-        self.positives.forget(run)
-        self._complete.discard(run)
+        self.live.forget(run)
         self.watched = [r for r in self.watched if r != run]
 
     def shown(self) -> list[str]:
@@ -83,27 +76,14 @@ class Dashboard:
         """Re-read the store (the run list, new records of the shown runs) and update the page."""
         listed = self.store.list()
         self._rows = {r["id"]: r for r in listed}
-        for row in listed:
-            self.colors.setdefault(row["id"], PALETTE[len(self.colors) % len(PALETTE)])
         self.runs.update(listed)
         self.show()
 
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
         self.export.enable(bool(self.runs.ticked()))
-        runs = {}
-        for run in self.shown():
-            row = self._rows[run]
-            if run not in self._complete:
-                records = self.cache.refresh(run)
-                if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
-                    self._complete.add(run)
-            else:
-                records = self.cache.runs[run]
-            runs[run] = PlotRun(row["name"], self.colors[run], records, int(row["total"]))
+        runs = self.live.update(self._rows, self.shown())
         self._update_progress(runs)
-        self.plots.show(runs)
-        self.positives.show(runs)
         self.inspector.show(runs)
         total = sum(len(r.records.iterations) for r in runs.values())
         self.status.object = f"records shown: {total} (runs shown: {len(runs)})"

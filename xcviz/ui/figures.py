@@ -7,7 +7,11 @@ linear axis over log10 of the values, with tick labels printed as the values the
 """
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import numpy as np
+import panel as pn
 from bokeh.models import BasicTickFormatter, CustomJSTickFormatter, DataRange1d
 from bokeh.plotting import figure
 
@@ -19,6 +23,13 @@ if (Math.abs(tick) >= 4) return v.toExponential(0);
 const s = v.toPrecision(2);
 return s.includes('.') && !s.includes('e') ? s.replace(/0+$/, '').replace(/\\.$/, '') : s;
 """
+
+
+def locked(fn: Callable) -> Callable:
+    """`fn` as a widget callback that may change Bokeh models: in a served page it runs on the next
+    tick, under the document lock (Panel delivers button and table events without it); elsewhere
+    (notebooks, tests) at once."""
+    return lambda *args: pn.state.execute(partial(fn, *args), schedule=True)
 
 
 def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260):

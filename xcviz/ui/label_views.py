@@ -13,7 +13,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import new_figure, scaled, set_log
+from .figures import locked, new_figure, scaled, set_log
 from .records import PlotRun
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
@@ -52,11 +52,11 @@ class PositivesView:
         for run, plot_run in runs.items():
             labels = plot_run.records.labels
             if run not in self._sources:
-                source = self._sources[run] = ColumnDataSource(_label_points(labels.iloc[:0]))
+                source = ColumnDataSource(_label_points(labels.iloc[:0]))
                 style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name)
                 self._glyphs[run] = [self.iterations.scatter(x="lx", y="iterations", **style),
                                      self.seconds.scatter(x="lx", y="ly", **style)]
-                self._streamed[run] = 0
+                self._sources[run], self._streamed[run] = source, 0
             if len(labels) > self._streamed[run]:
                 self._sources[run].stream(_label_points(labels.iloc[self._streamed[run]:]))
                 self._streamed[run] = len(labels)
@@ -99,8 +99,8 @@ class LabelInspector:
             fig.add_tools(HoverTool(tooltips=[("iteration", "@x"), ("value", "@v")]))
         self.runs: dict[str, PlotRun] = {}
         self._shown: tuple | None = None
-        self.run.param.watch(lambda _e: self._pick_run(), "value")
-        self.label.param.watch(lambda _e: self.redraw(), "value")
+        self.run.param.watch(locked(lambda _e: self._pick_run()), "value")
+        self.label.param.watch(locked(lambda _e: self.redraw()), "value")
         self.slowest.param.watch(self._pick_row, "selection")
 
     def show(self, runs: dict[str, PlotRun]) -> None:
@@ -131,9 +131,7 @@ class LabelInspector:
 
     def _pick_row(self, event) -> None:
         if event.new and event.new[0] < len(self.slowest.value):
-            label = int(self.slowest.value.iloc[event.new[0]]["label"])
-            # Tabulator's events arrive without the document lock; figures may change only under it
-            pn.state.execute(lambda: setattr(self.label, "value", label), schedule=True)
+            self.label.value = int(self.slowest.value.iloc[event.new[0]]["label"])
 
     def redraw(self) -> None:
         plot_run = self.runs.get(self.run.value)

@@ -16,18 +16,20 @@ from ..engine.threads import max_threads
 from ..runs.spec import RunSpec
 from ..solvers import SOLVERS
 
-WIDTH = 270  # the sidebar's widgets
+WIDTH = 260  # the sidebar's widgets
 
 
 def _bounded_widgets(params: param.Parameterized, names: list[str]) -> dict:
-    """Number inputs bounded by each numeric parameter's bounds (sliders would hide exact values)."""
+    """Widgets that fit the sidebar; number inputs bounded by each numeric parameter's bounds
+    (sliders would hide exact values)."""
     widgets = {}
     for name in names:
         p = params.param[name]
+        widgets[name] = {"width": WIDTH - 20}
         if isinstance(p, param.Number):
             lo, hi = p.bounds or (None, None)
             kind = pn.widgets.IntInput if isinstance(p, param.Integer) else pn.widgets.FloatInput
-            widgets[name] = {"type": kind, "start": lo, "end": hi}
+            widgets[name].update(type=kind, start=lo, end=hi)
     return widgets
 
 
@@ -63,7 +65,7 @@ class LaunchPanel:
         self.variants.options = objects
         self.variants.value = list(dict.fromkeys([objects[0], default]))
         pane = pn.Param(self.params, parameters=names, show_name=False, widgets=_bounded_widgets(self.params, names),
-                        width=WIDTH)
+                        width=WIDTH - 20)
         self.params_box.objects = [pn.pane.Markdown(f"**{solver.name} parameters** (hover a name for its meaning)"),
                                    pane]
 

@@ -14,7 +14,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
-from .figures import new_figure, scaled, set_log, swatches
+from .figures import locked, new_figure, scaled, set_log, swatches
 from .records import PlotRun
 
 AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work"}
@@ -45,7 +45,7 @@ class LivePlots:
         self._drawn: dict[tuple[str, str], tuple] = {}
         self._titles: dict[str, str] = {}
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
-            widget.param.watch(lambda _event: self.redraw(), "value")
+            widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
     def show(self, runs: dict[str, PlotRun]) -> None:
         """Plot these runs (run id -> PlotRun), in this order, hiding any others."""
@@ -108,10 +108,11 @@ class LivePlots:
             return self._drawn[key][3]
         if key not in self._sources:
             fig = self._figures[field].object
-            source = self._sources[key] = ColumnDataSource(dict(EMPTY))
+            source = ColumnDataSource(dict(EMPTY))
             self._glyphs[key] = [
                 fig.varea(x="x", y1="lower", y2="upper", source=source, fill_color=plot_run.color, fill_alpha=0.2),
                 fig.line(x="x", y="median", source=source, line_color=plot_run.color, line_width=2, name=plot_run.name)]
+            self._sources[key] = source
         bands = aggregate.bands(field, self.x_axis.value)
         rule, window = self.smoothing.value, self.window.value
         columns = {c: smooth(bands[c].to_numpy(np.float64), rule, window) for c in ("median", "lower", "upper")}

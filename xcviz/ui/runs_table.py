@@ -21,6 +21,7 @@ from ..runs.aggregate import eta_seconds
 from ..runs.launcher import resume
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
+from .figures import locked
 
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1")
 ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi-class test data)
@@ -42,7 +43,7 @@ def run_row(row: dict, now: float | None = None) -> dict:
     done, total = int(row["done"]), int(row["total"])
     eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
     return {"name": row["name"], "status": row["status"],
-            "progress": 100.0 * done / total if total else 0.0, "labels": f"{done}/{total}",
+            "progress": round(100 * done / total) if total else 0, "labels": f"{done}/{total}",
             "ETA s": round(eta) if row["status"] == "running" and eta is not None else None,
             "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
@@ -67,9 +68,10 @@ class RunsTable:
         self.filters = {c: pn.widgets.MultiChoice(label=c.capitalize(), options=[], width=200, placeholder="all")
                         for c in FILTERED}
         self.table = pn.widgets.Tabulator(
-            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, height=200,
+            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=8,
             sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
             formatters={"progress": {"type": "progress", "max": 100, "legend": False},
+                        "ETA s": NumberFormatter(format="0", nan_format=""),
                         **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
@@ -81,10 +83,11 @@ class RunsTable:
         self.keep_button = pn.widgets.Button(label="Keep them", color="default")
         self.confirm = pn.Row(self.confirm_text, self.confirm_button, self.keep_button, visible=False,
                               styles={"background": "#fdecea", "border-radius": "4px", "padding": "4px"})
-        self.cancel_button.on_click(lambda _e: self._act(self.store.request_cancel))
-        self.resume_button.on_click(lambda _e: self._act(lambda run: resume(self.store, run)))
+        # these change the store, after which the page's figures change: under the document lock
+        self.cancel_button.on_click(locked(lambda _e: self._act(self.store.request_cancel)))
+        self.resume_button.on_click(locked(lambda _e: self._act(lambda run: resume(self.store, run))))
         self.delete_button.on_click(lambda _e: self._ask_delete())
-        self.confirm_button.on_click(lambda _e: self._delete())
+        self.confirm_button.on_click(locked(lambda _e: self._delete()))
         self.keep_button.on_click(lambda _e: setattr(self.confirm, "visible", False))
         self.ticked_ids: list[str] = []
         self._full = runs_frame([])

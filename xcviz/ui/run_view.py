@@ -1,0 +1,64 @@
+"""Live views of some runs of a store, for the dashboard and for notebooks: the band plots and the
+per-positives scatter, fed incrementally from the store (only record batches not read yet, and
+nothing more for a run once its final records have been read)."""
+from __future__ import annotations
+
+import panel as pn
+
+from ..runs.launcher import FINAL
+from ..runs.store import RunStore
+from .figures import PALETTE
+from .label_views import PositivesView
+from .live_plots import LivePlots
+from .records import PlotRun, RecordCache
+
+
+class RunView:
+    """`update(rows, shown)` reads what is new for the shown runs and redraws; `follow()` does it
+    once a second until every followed run has ended (in a notebook or a served page)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.cache = RecordCache(store)
+        self.plots = LivePlots()
+        self.positives = PositivesView()
+        self.colors: dict[str, str] = {}  # a run keeps its colour for the life of the view
+        self._complete: set[str] = set()
+        self._callback = None
+
+    def update(self, rows: dict[str, dict], shown: list[str]) -> dict[str, PlotRun]:
+        """Show these runs (ids, with their store rows); returns them as the views see them."""
+        runs = {}
+        for run in shown:
+            row = rows[run]
+            self.colors.setdefault(run, PALETTE[len(self.colors) % len(PALETTE)])
+            if run not in self._complete:
+                self.cache.refresh(run)
+                if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
+                    self._complete.add(run)
+            runs[run] = PlotRun(row["name"], self.colors[run], self.cache.runs[run], int(row["total"]))
+        self.plots.show(runs)
+        self.positives.show(runs)
+        return runs
+
+    def forget(self, run: str) -> None:
+        """A deleted run leaves the caches and the plots."""
+        self.cache.forget(run)
+        self.plots.forget(run)
+        self.positives.forget(run)
+        self._complete.discard(run)
+
+    def follow(self, runs: list[str], period_ms: int = 1000) -> None:
+        """Redraw `runs` from the store every period until all of them have ended."""
+        def tick() -> None:
+            rows = {r["id"]: r for r in self.store.list()}
+            self.update(rows, [r for r in runs if r in rows])
+            if all(rows.get(r, {}).get("status") in FINAL for r in runs) and self._callback is not None:
+                self._callback.stop()
+
+        tick()
+        self._callback = pn.state.add_periodic_callback(tick, period=period_ms)
+
+    def panel(self) -> pn.Column:
+        return pn.Column(self.plots.panel(), pn.pane.Markdown("### Per label"), self.positives.panel(),
+                         sizing_mode="stretch_width")
