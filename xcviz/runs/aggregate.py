@@ -145,6 +145,8 @@ class RunAggregate:
         self._acc: dict[tuple[str, str], tuple[GroupedQuantiles, int, float]] = {}
         self._work = np.zeros(0)
         self._wall_max = 0.0
+        self._fields: tuple[int, list[str]] = (-1, [])
+        self._bands: dict[tuple[str, str], tuple[int, pd.DataFrame]] = {}
 
     def add(self, batch: pd.DataFrame) -> None:
         """Take a new batch of iteration records."""
@@ -168,8 +170,11 @@ class RunAggregate:
         """The numeric fields the records hold (derived ones included), in record order."""
         if not self._batches:
             return []
-        batch = self._batches[-1]
-        return [c for c in batch.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])]
+        if self._fields[0] != self.version:
+            batch = self._batches[-1]
+            self._fields = (self.version, [c for c in batch.columns
+                                           if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])])
+        return self._fields[1]
 
     def axes(self) -> list[str]:
         """The x-axes these records support."""
@@ -187,6 +192,9 @@ class RunAggregate:
         """Columns "x", "median", "lower", "upper", "count": the band of `field` against `axis`."""
         if axis not in X_AXES:
             raise ValueError(f"unknown x-axis {axis!r}; known: {', '.join(X_AXES)}")
+        cached = self._bands.get((field, axis))
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
         if axis not in self.axes() or field not in self.fields():
             return pd.DataFrame(columns=["x", "median", "lower", "upper", "count"])
         width = self.wall_bin() if axis == "wall" else 0.0
@@ -207,8 +215,10 @@ class RunAggregate:
             x = np.cumsum(self._work)[b["group"]]
         else:
             x = b["group"].astype(np.float64)
-        return pd.DataFrame({"x": x, "median": b["median"], "lower": b["lower"], "upper": b["upper"],
-                             "count": b["count"]})
+        out = pd.DataFrame({"x": x, "median": b["median"], "lower": b["lower"], "upper": b["upper"],
+                            "count": b["count"]})
+        self._bands[(field, axis)] = (self.version, out)
+        return out
 
     def records(self) -> pd.DataFrame:
         """All iteration records so far, derived fields included (one concatenation per new batch)."""
@@ -225,21 +235,23 @@ class RunAggregate:
 
 
 def smooth(values: np.ndarray, rule: str = "raw", window: int = 10) -> np.ndarray:
-    """Smoothed values along x: "raw" (unchanged), "ema" (exponential moving average with span
-    `window`, i.e. weight 2/(window+1) on the newest point, bias-corrected at the start as
-    TensorBoard does), "median" (median of the last `window` points). NaN points stay NaN."""
+    """Smoothed values along x (axis 0; columns of a 2-D array are smoothed separately): "raw"
+    (unchanged), "ema" (exponential moving average with span `window`, i.e. weight 2/(window+1)
+    on the newest point, bias-corrected at the start as TensorBoard does), "median" (median of the
+    last `window` points). NaN points stay NaN."""
     if rule == "raw":
         return np.asarray(values, np.float64)
     if window < 1:
         raise ValueError(f"smoothing window must be at least 1, got {window}")
-    series = pd.Series(values, dtype=np.float64)
+    series = pd.DataFrame(np.asarray(values, np.float64))
     if rule == "ema":
         out = series.ewm(span=window, adjust=True, ignore_na=True).mean()
     elif rule == "median":
         out = series.rolling(window, min_periods=1).median()
     else:
         raise ValueError(f"unknown smoothing {rule!r}; known: {', '.join(SMOOTHING)}")
-    return out.where(series.notna()).to_numpy()
+    out = out.where(series.notna()).to_numpy()
+    return out if np.ndim(values) > 1 else out[:, 0]
 
 
 def smoothing_rule(rule: str, window: int) -> str:

@@ -49,7 +49,7 @@ class Dashboard:
         self.progress = pn.Column()
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
         self.watched: list[str] = []  # the runs launched from this page, shown until others are ticked
-        self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress]] = {}
+        self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress, pn.Row]] = {}
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
 
@@ -68,6 +68,8 @@ class Dashboard:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
         self.watched = [r for r in self.watched if r != run]
+        if run in self._bars:
+            self.progress.remove(self._bars.pop(run)[2])
 
     def shown(self) -> list[str]:
         return [r for r in (self.runs.ticked() or self.watched) if r in self._rows]
@@ -92,16 +94,22 @@ class Dashboard:
         for run, plot_run in runs.items():
             row = self._rows[run]
             if run not in self._bars:
-                self._bars[run] = (pn.pane.Markdown(margin=(0, 10)), pn.indicators.Progress(width=200, max=1))
-            text, bar = self._bars[run]
+                text, bar = pn.pane.Markdown(margin=(0, 10)), pn.indicators.Progress(width=200, max=1)
+                self._bars[run] = (text, bar, pn.Row(bar, text))
+            text, bar, _ = self._bars[run]
             words = _progress_text(plot_run.name, row)
             if text.object != words:
                 text.object = words
             if (bar.value, bar.max) != (int(row["done"]), max(1, int(row["total"]))):
                 bar.max, bar.value = max(1, int(row["total"])), int(row["done"])
-        rows = [pn.Row(self._bars[run][1], self._bars[run][0]) for run in runs]
-        if [r[0] for r in rows] != [r[0] for r in self.progress.objects]:
-            self.progress.objects = rows
+        # a run's row is made once and hidden while the run is not shown, so a change of the ticked
+        # runs sends visibility flags, not new models
+        new = [row for run, (_, _, row) in self._bars.items() if row not in self.progress.objects]
+        if new:
+            self.progress.extend(new)
+        for run, (_, _, row) in self._bars.items():
+            if row.visible != (run in runs):
+                row.visible = run in runs
 
     def view(self) -> pn.Row:
         """The page; refreshes itself once a second while it is open."""

@@ -115,7 +115,8 @@ class LivePlots:
             self._sources[key] = source
         bands = aggregate.bands(field, self.x_axis.value)
         rule, window = self.smoothing.value, self.window.value
-        columns = {c: smooth(bands[c].to_numpy(np.float64), rule, window) for c in ("median", "lower", "upper")}
+        smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), rule, window)
+        columns = dict(zip(("median", "lower", "upper"), smoothed.T))
         index, k = downsample(len(bands))
         x = bands["x"].to_numpy(np.float64)[index]
         self._sources[key].data = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index],
