@@ -4,7 +4,7 @@ each, while a background training run uses every core.
 The page is built as a served session builds it (the Panel components rendered into a Bokeh
 document, so every change is turned into model updates), the 20 runs are ticked and drawn once,
 then each interaction is timed from the widget change to the end of its handler, which includes
-the model updates a browser would be sent. Run alone: `python benchmarks/dashboard.py`.
+the Bokeh model changes a browser would be sent (not their transfer and drawing). Run alone: `python benchmarks/dashboard.py`.
 """
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def section(repeats: int = 10) -> list[str]:
              f"{result['runs'] - 1} finished runs and the training one, {result['records']:,} iteration records in "
              f"all, every run ticked; the training one is Delicious on every core ({load} when the measurement "
              "ended), so the page reads its new batches while it answers. Server-side time from "
-             "the widget change to the end of its handler, model updates for the browser included "
+             "the widget change to the end of its handler, the Bokeh model changes it makes included, not their "
+             "transfer to and drawing in the browser "
              f"(`benchmarks/dashboard.py`), {repeats} repeats. First drawing of the 20 runs (aggregation of every "
              f"record): {result['first_draw_ms']:.0f} ms.", "",
              f"| interaction | median ms | max ms | within {TARGET_MS:.0f} ms |", "|---|---|---|---|"]
