@@ -4,7 +4,8 @@ each, while a background training run uses every core.
 The page is built as a served session builds it (the Panel components rendered into a Bokeh
 document, so every change is turned into model updates), the 20 runs are ticked and drawn once,
 then each interaction is timed from the widget change to the end of its handler, which includes
-the Bokeh model changes a browser would be sent (not their transfer and drawing). Run alone: `python benchmarks/dashboard.py`.
+the Bokeh model changes a browser would be sent (not their transfer and drawing).
+Run alone: `python benchmarks/dashboard.py`.
 """
 from __future__ import annotations
 

@@ -101,7 +101,9 @@ def dashboard(seconds_in: float = 4.5) -> None:
                 tab.get_by_role("button", name="Compare").click()
                 tab.wait_for_timeout(1000 * seconds_in)
                 deadline = time.monotonic() + 60  # a busy machine: wait until the plots have data
-                while not re.search(r"records shown: [1-9]\d{3}", tab.evaluate(PAGE_TEXT)) and time.monotonic() < deadline:
+                while time.monotonic() < deadline:
+                    if re.search(r"records shown: [1-9]\d{3}", tab.evaluate(PAGE_TEXT)):
+                        break
                     tab.wait_for_timeout(250)
                 tab.screenshot(path=str(DOCS / "dashboard.png"))
                 browser.close()

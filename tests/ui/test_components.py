@@ -32,8 +32,8 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     panel.solver.value = "ppdsparse"
     panel.variants.value = ["squared_hinge", "hinge"]
     specs = panel.specs("bibtex", None)
-    assert [(s.solver, s.params["loss"], s.name) for s in specs] == [("ppdsparse", "squared_hinge", "bibtex-squared_hinge"),
-                                                                   ("ppdsparse", "hinge", "bibtex-hinge")]
+    assert [(s.solver, s.params["loss"], s.name) for s in specs] == [
+        ("ppdsparse", "squared_hinge", "bibtex-squared_hinge"), ("ppdsparse", "hinge", "bibtex-hinge")]
 
 
 def test_datasets_are_confined_to_the_data_folders(tmp_path):

@@ -158,7 +158,8 @@ class LabelInspector:
             self.info.object = f"Label {self.label.value} of {plot_run.name} has not been trained yet."
         else:
             summary = ", ".join(f"{c} {row.iloc[0][c]:.4g}" for c in LABEL_COLUMNS[1:] if c in row) if len(row) else ""
-            self.info.object = f"**{plot_run.name}**, label {self.label.value}: {len(steps)} iterations recorded. {summary}"
+            self.info.object = (f"**{plot_run.name}**, label {self.label.value}: {len(steps)} iterations recorded. "
+                                f"{summary}")
 
     def panel(self) -> pn.Column:
         return pn.Column(pn.Row(self.run, self.label), self.info,

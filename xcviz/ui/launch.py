@@ -45,7 +45,8 @@ class LaunchPanel:
     """Widgets for one comparison; `specs()` gives one run spec per selected variant."""
 
     def __init__(self, datasets: dict[str, str]) -> None:
-        self.dataset = pn.widgets.Select(label="Data set", options=datasets, value=next(iter(datasets.values())), width=WIDTH)
+        self.dataset = pn.widgets.Select(label="Data set", options=datasets, value=next(iter(datasets.values())),
+                                         width=WIDTH)
         self.solver = pn.widgets.Select(label="Solver", options=list(SOLVERS), value=next(iter(SOLVERS)), width=WIDTH)
         self.variants = pn.widgets.MultiChoice(label="Variants to compare", width=WIDTH)
         self.threads = pn.widgets.IntInput(label="Threads", start=1, end=max_threads(), value=1, width=WIDTH)
