@@ -15,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -29,6 +30,7 @@ from xcviz.data.synthetic import generate
 from xcviz.data.transforms import l2_normalize
 from xcviz.reference import liblinear_ova
 from xcviz.runs.sinks import MemorySink, NullSink
+from xcviz.runs.store import RunStore, SqliteSink
 from xcviz.solvers.dismec import INITS, DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
 
@@ -84,16 +86,21 @@ def bench_dataset(name: str, repeats: int) -> dict:
 
 
 def bench_recording(name: str, repeats: int) -> dict:
-    """MSI with recording off, with the null sink and with the memory sink, interleaved."""
+    """MSI with recording off, with the null sink, the memory sink and the SQLite run store (a
+    background run's sink, writing each block's records as one batch), interleaved."""
     train, _ = load(name)
     params = DismecParams(init="msi")
-    times = {"off": [], "null sink": [], "memory sink": []}
-    sinks = {"off": lambda: None, "null sink": NullSink, "memory sink": MemorySink}
-    for _ in range(repeats):
-        for key, make in sinks.items():
-            t = time.perf_counter()
-            fit_dismec(train.X, train.Y, params, threads=THREADS, recorder=make())
-            times[key].append(time.perf_counter() - t)
+    with tempfile.TemporaryDirectory() as home:
+        store = RunStore(home)
+        sinks = {"off": lambda: None, "null sink": NullSink, "memory sink": MemorySink,
+                 "SQLite run store": lambda: SqliteSink(store, store.create("{}", "bench"))}
+        times = {key: [] for key in sinks}
+        for _ in range(repeats):
+            for key, make in sinks.items():
+                recorder = make()
+                t = time.perf_counter()
+                fit_dismec(train.X, train.Y, params, threads=THREADS, recorder=recorder)
+                times[key].append(time.perf_counter() - t)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -154,6 +161,8 @@ def targets(results: dict, recording: dict, memory: dict) -> list[str]:
         ("Bibtex: largest P@1/3/5 gap, MSI vs LIBLINEAR (points)", pk_gap(bib), 0.5, " max", ""),
         ("Delicious: largest P@1/3/5 gap, MSI vs LIBLINEAR (points)", pk_gap(deli), 0.5, " max", ""),
         ("Null sink vs recording off (%)", 100 * (recording["null sink"] / recording["off"] - 1), 5.0, " max", ""),
+        ("SQLite run store vs recording off (%)", 100 * (recording["SQLite run store"] / recording["off"] - 1), 5.0,
+         " max", "the sink of every background run"),
     ]
     for name, rows in results.items():
         cpp = PPDSPARSE_CPP_SECONDS[name]
@@ -222,20 +231,30 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
     return "\n".join(lines)
 
 
+def _replace_section(out: Path, name: str) -> None:
+    """Rerun one section (MEMOIR, or the dashboard's, which ends the file) and put it in place."""
+    old = out.read_text()
+    if name == "memoir":
+        lines = render_memoir(bench_memoir())
+        start, end = old.index(lines[0]), old.index("## Dashboard responsiveness")
+    else:
+        lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
+        start, end = old.index(lines[0]), len(old)
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name == "memoir" else "\n") + old[end:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only-memoir", action="store_true",
-                        help="rerun only the MEMOIR section and replace it in the existing --out file")
+    parser.add_argument("--only", choices=["memoir", "dashboard"],
+                        help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
+    if args.only:
+        _replace_section(Path(args.out), args.only)
+        return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
-    if args.only_memoir:
-        old = Path(args.out).read_text()
-        start, end = old.index(memoir_lines[0]), old.index("## Dashboard responsiveness")
-        Path(args.out).write_text(old[:start] + "\n".join(memoir_lines) + "\n\n" + old[end:])
-        return
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)

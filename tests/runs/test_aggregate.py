@@ -95,6 +95,23 @@ def test_run_aggregate_wall_bins_and_plain_runs():
     assert plain.axes() == ["iteration"] and plain.bands("accuracy", "wall").empty
 
 
+def test_run_aggregate_epoch_axis_follows_the_recorded_epochs():
+    """A streaming solver (MEMOIR) records a window per iteration with the epoch it reached; the
+    epoch axis puts each window at that epoch, across batches."""
+    from xcviz.runs.aggregate import RunAggregate
+
+    agg = RunAggregate()
+    agg.add(pd.DataFrame({"label": 0, "iteration": [0, 1, 2], "epoch": [0.0, 0.1, 0.2], "objective": [3.0, 2.0, 1.5]}))
+    agg.add(pd.DataFrame({"label": 0, "iteration": [3, 4], "epoch": [0.3, 0.45], "objective": [1.2, 1.1]}))
+    assert agg.axes() == ["iteration", "epoch"]
+    band = agg.bands("objective", "epoch")
+    np.testing.assert_allclose(band["x"], [0.0, 0.1, 0.2, 0.3, 0.45])
+    np.testing.assert_allclose(band["median"], [3.0, 2.0, 1.5, 1.2, 1.1])
+    newton = RunAggregate()
+    newton.add(pd.DataFrame({"label": [0, 0], "iteration": [0, 1], "objective": [2.0, 1.0]}))
+    assert newton.bands("objective", "epoch").empty  # a run without epochs draws nothing on that axis
+
+
 def test_smoothing_and_downsampling_rules():
     from xcviz.runs.aggregate import downsample, smooth, smoothing_rule
 

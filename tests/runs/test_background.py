@@ -161,3 +161,21 @@ def test_a_multiclass_run_streams_diagnostics_cancels_and_restarts(tmp_path):
     assert before >= 3 and records["iteration"].iloc[0] == 0 and records["iteration"].is_unique
     store.request_cancel(run)
     assert wait(store, run, timeout=120)["status"] == "cancelled"
+
+
+def test_background_runs_yield_the_cpu_and_a_bad_niceness_fails_the_run(tmp_path, monkeypatch):
+    """A worker lowers its priority below the launching process (the dashboard), by 10 unless
+    XCVIZ_NICE says otherwise; a value that is not a number fails the run with a message."""
+    store = RunStore(tmp_path)
+    spec = RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="nice").validate()
+    run = launch(spec, store)
+    pid = store.get(run)["pid"]
+    deadline = time.time() + 60
+    while store.get(run)["status"] == "queued" and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+    store.request_cancel(run)
+    wait(store, run, timeout=120)
+    monkeypatch.setenv("XCVIZ_NICE", "low")
+    failed = wait(store, launch(spec, store), timeout=60)
+    assert failed["status"] == "failed" and "XCVIZ_NICE must be an integer niceness, got 'low'" in failed["error"]

@@ -23,25 +23,36 @@ def home(tmp_path):
     return tmp_path / "home"
 
 
-@pytest.fixture
-def server(tmp_path, home):
+def start_server(home: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
+    """`panel serve` of the dashboard on a free port over the store in `home`; returns the process
+    (its output goes to `log_path`: a pipe nobody reads would block the server once full) and the
+    page's address, once the port answers."""
     port = free_port()
     env = {**os.environ, "XCVIZ_HOME": str(home)}
-    log = (tmp_path / "server.log").open("wb")  # a pipe nobody reads would block the server once full
-    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port),
-                             "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port),
+                                 "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/dashboard"
+    return proc, f"http://127.0.0.1:{port}/dashboard"
+
+
+def server_errors(log_path: Path) -> list[str]:
+    """Tracebacks the server printed, apart from writes to a browser that had already closed the page."""
+    output = log_path.read_text(errors="replace")
+    return ["Traceback" + t[:3000] for t in output.split("Traceback")[1:] if "ClosedError" not in t]
+
+
+@pytest.fixture
+def server(tmp_path, home):
+    proc, url = start_server(home, tmp_path / "server.log")
+    yield url
     proc.terminate()
     proc.wait(timeout=20)
-    log.close()
-    output = (tmp_path / "server.log").read_text(errors="replace")
-    # the server raised nothing, apart from writes to a browser that had already closed the page
-    raised = [t for t in output.split("Traceback")[1:] if "ClosedError" not in t]
-    assert not raised, "Traceback" + raised[0][:3000] if raised else ""
+    raised = server_errors(tmp_path / "server.log")
+    assert not raised, raised[0]

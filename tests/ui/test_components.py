@@ -18,6 +18,7 @@ from xcviz.ui.launch import LaunchPanel
 class OracleParams(param.Parameterized):
     oracle = param.Selector(default="exact", objects=["exact", "hnsw", "lsh"], doc="Margin oracle.")
     rank = param.Integer(default=8, bounds=(1, 64), doc="Rank of the sketch.")
+    average = param.Boolean(default=False, doc="Average the iterates.")
 
 
 def test_launch_panel_follows_the_solver_registry(monkeypatch):
@@ -29,6 +30,10 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     assert panel.variants.label == "Variants to compare (oracle)" and panel.variants.options == ["exact", "hnsw", "lsh"]
     rank = panel.params_box.objects[1]._widgets["rank"]
     assert (rank.start, rank.end, rank.description) == (1, 64, "Rank of the sketch.")
+    average = panel.params_box.objects[1]._widgets["average"]  # an on/off choice keeps its doc as tooltip
+    assert (average.description, average.value) == ("Average the iterates.", False)
+    average.value = True
+    assert panel.specs("bibtex", None)[0].params["average"] is True
     panel.solver.value = "ppdsparse"
     panel.variants.value = ["squared_hinge", "hinge"]
     specs = panel.specs("bibtex", None)
@@ -72,6 +77,42 @@ def test_an_unreadable_dataset_fails_its_run_and_the_page_says_why(tmp_path):
     (data / "broken_train.txt").unlink()  # a choice that went away is refused, the page keeps working
     dashboard._launch()
     assert dashboard.launch_message.visible and "no such file" in dashboard.launch_message.object
+
+
+def test_a_restarted_run_is_read_again_without_its_dropped_records(tmp_path):
+    """A multiclass run that is resumed starts again and its old records are dropped from the store:
+    the page must read it again (it had stopped asking once the run ended) and draw only the new
+    records, batch numbers having moved on."""
+    import numpy as np
+
+    from xcviz.runs.spec import RunSpec
+    from xcviz.ui.run_view import RunView
+
+    store = RunStore(tmp_path / "home")
+    run = store.create(RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json(), "mc")
+
+    def window(iterations, objective):
+        store.append_batch(run, "iteration", {"label": np.zeros(len(iterations), np.int64),
+                                              "iteration": np.asarray(iterations), "epoch": np.asarray(iterations) / 10,
+                                              "objective": np.full(len(iterations), objective)})
+
+    view = RunView(store)
+    window([0, 1, 2], 5.0)
+    store.update(run, status="cancelled")
+    view.update({r["id"]: r for r in store.list()}, [run])
+    assert len(view.cache.runs[run].iterations) == 3
+    store.update(run, status="running")  # resumed: the worker drops the records and starts over
+    store.clear_records(run)
+    window([0], 7.0)
+    runs = view.update({r["id"]: r for r in store.list()}, [run])
+    assert len(runs[run].records.iterations) == 1
+    assert list(view.plots.curve("objective", run)["m"]) == [7.0]  # the curve holds the new start only
+    window([1, 2], 6.0)
+    store.update(run, status="done")
+    view.update({r["id"]: r for r in store.list()}, [run])
+    assert list(view.plots.curve("objective", run)["m"]) == [7.0, 6.0, 6.0]
+    lines = view.plots._sources["objective"][1].data  # what the figure's median glyph is sent
+    assert lines["run"] == ["mc"] and list(lines["ys"][0]) == list(np.log10([7.0, 6.0, 6.0]))
 
 
 def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):

@@ -25,6 +25,7 @@ X_AXES = {
     "iteration": "x: iteration (0 is the starting point)",
     "wall": "x: wall time since the run started, records in equal time bins (at most 200 per run)",
     "work": "x: cumulative work, CPU-seconds spent on iterations 0..i summed over all labels",
+    "epoch": "x: passes over the training data (solvers that stream the data, such as MEMOIR)",
 }
 WALL_BINS = 200
 WALL_BIN_MIN = 0.01  # seconds; bin widths are this times a power of two
@@ -114,12 +115,13 @@ class GroupedQuantiles:
 
 
 def with_derived(batch: pd.DataFrame, n_rows: int | None = None) -> pd.DataFrame:
-    """A batch of iteration records (whole labels) with the derived fields the plots use:
-    `objective_gap`, (f - f_final) / |f_final| per label, left out (NaN) at each label's last
-    iteration where it is 0 by definition; `active_fraction`, the active set over the `n_rows`
-    training rows."""
+    """A batch of iteration records with the derived fields the plots use: `objective_gap`,
+    (f - f_final) / |f_final| per label, left out (NaN) at each label's last iteration where it is
+    0 by definition, for one-vs-all batches that hold whole labels (records with an `epoch` come
+    from a solver that streams one trajectory over many batches, whose final value is not known
+    yet); `active_fraction`, the active set over the `n_rows` training rows."""
     extra = {}
-    if {"objective", "label", "iteration"} <= set(batch):
+    if {"objective", "label", "iteration"} <= set(batch) and "epoch" not in batch:
         gap = relative_to_final(batch)
         last = batch.groupby("label")["iteration"].transform("max") == batch["iteration"]
         extra["objective_gap"] = gap.where(~last)
@@ -144,6 +146,7 @@ class RunAggregate:
         self._records: pd.DataFrame | None = None
         self._acc: dict[tuple[str, str], tuple[GroupedQuantiles, int, float]] = {}
         self._work = np.zeros(0)
+        self._epoch = np.zeros(0)  # the epoch each iteration record was taken at, by iteration
         self._wall_max = 0.0
         self._fields: tuple[int, list[str]] = (-1, [])
         self._bands: dict[tuple[str, str], tuple[int, pd.DataFrame]] = {}
@@ -160,6 +163,11 @@ class RunAggregate:
             sums = np.bincount(batch["iteration"].to_numpy(np.int64), weights=batch["seconds"].to_numpy(np.float64))
             size = max(len(sums), len(self._work))
             self._work = np.pad(self._work, (0, size - len(self._work))) + np.pad(sums, (0, size - len(sums)))
+        if "epoch" in batch and "iteration" in batch:
+            iterations = batch["iteration"].to_numpy(np.int64)
+            if len(iterations) and iterations.max() >= len(self._epoch):
+                self._epoch = np.pad(self._epoch, (0, iterations.max() + 1 - len(self._epoch)))
+            self._epoch[iterations] = batch["epoch"].to_numpy(np.float64)
         if "wall" in batch:
             self._wall_max = max(self._wall_max, float(np.nanmax(batch["wall"].to_numpy(np.float64))))
 
@@ -179,7 +187,8 @@ class RunAggregate:
     def axes(self) -> list[str]:
         """The x-axes these records support."""
         columns = set(self._batches[-1].columns) if self._batches else set()
-        return [a for a, need in (("iteration", "iteration"), ("wall", "wall"), ("work", "seconds")) if need in columns]
+        return [a for a, need in (("iteration", "iteration"), ("wall", "wall"), ("work", "seconds"), ("epoch", "epoch"))
+                if need in columns]
 
     def wall_bin(self) -> float:
         """The width of the wall-time bins: WALL_BIN_MIN times the smallest power of two that keeps
@@ -213,6 +222,8 @@ class RunAggregate:
             x = (b["group"] + 0.5) * width
         elif axis == "work":
             x = np.cumsum(self._work)[b["group"]]
+        elif axis == "epoch":
+            x = self._epoch[b["group"]]
         else:
             x = b["group"].astype(np.float64)
         out = pd.DataFrame({"x": x, "median": b["median"], "lower": b["lower"], "upper": b["upper"],

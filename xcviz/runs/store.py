@@ -160,9 +160,16 @@ class RunStore:
         return pd.concat([pd.DataFrame(_unpack(r["payload"])) for r in rows], ignore_index=True), rows[-1]["seq"]
 
     def clear_records(self, run: str) -> None:
-        """Drop a run's records (a multiclass run that starts again writes them anew)."""
+        """Drop a run's records (a multiclass run that starts again writes them anew). A `reset`
+        batch takes their place in the same transaction, so batch numbers keep growing and a reader
+        that has seen the old records learns that they are gone."""
         with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM batches WHERE run = ?", (run,)).fetchone()[0]
             db.execute("DELETE FROM batches WHERE run = ?", (run,))
+            db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, 'reset', ?)",
+                       (run, last + 1, _pack({"dropped_through": np.array([last])})))
+            db.execute("COMMIT")
 
     def add_piece(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
         payload = _pack({"labels": labels, "indptr": weights.indptr, "indices": weights.indices,

@@ -1,8 +1,9 @@
 """The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN`.
 
-It reads the spec, skips the labels whose weights the store already holds (a resumed run),
-streams records and each finished block's weights into the store, stops between blocks when a
-cancel is requested, and writes the model (partial if cancelled) into the run's folder.
+It runs at a lower CPU priority than interactive work (`lower_priority`), reads the spec, skips
+the labels whose weights the store already holds (a resumed run), streams records and each
+finished block's weights into the store, stops between blocks when a cancel is requested, and
+writes the model (partial if cancelled) into the run's folder.
 """
 from __future__ import annotations
 
@@ -97,9 +98,28 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     return status
 
 
+def lower_priority() -> int:
+    """Give up CPU to interactive work: a background run asks for every core, and at equal
+    priority the dashboard's server and the browser drawing it would wait behind the solver's
+    threads. The niceness (default 10, `XCVIZ_NICE` to change, 0 to keep) costs nothing on an
+    otherwise idle machine; threads started later inherit it. Returns the niceness now in force."""
+    value = os.environ.get("XCVIZ_NICE", "10")
+    try:
+        increment = int(value)
+    except ValueError:
+        raise ValueError(f"XCVIZ_NICE must be an integer niceness, got {value!r}") from None
+    return os.nice(max(0, increment))
+
+
 def main(argv: list[str] | None = None) -> int:
     home, run = (argv or sys.argv[1:])[:2]
-    return 0 if execute(RunStore(home), run) in ("done", "cancelled") else 1
+    store = RunStore(home)
+    try:
+        lower_priority()
+    except ValueError as exc:
+        store.update(run, status="failed", ended=time.time(), error=str(exc))
+        return 1
+    return 0 if execute(store, run) in ("done", "cancelled") else 1
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ def _progress_text(name: str, row: dict) -> str:
 
 class Dashboard:
     """The page: a launch panel, the runs table, live plots and per-label views of the shown runs
-    (the ticked runs, or those launched from this page while none is ticked)."""
+    (the ticked runs; while none is ticked, those launched from this page or, until then, those
+    that were training when the page opened)."""
 
     def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None) -> None:
         self.store = store or RunStore()
@@ -48,7 +49,9 @@ class Dashboard:
         self.inspector = LabelInspector()
         self.progress = pn.Column()
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
-        self.watched: list[str] = []  # the runs launched from this page, shown until others are ticked
+        # the runs launched from this page, or those training when it opened; shown while none is ticked
+        self.watched: list[str] = []
+        self._opened = False
         self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress, pn.Row]] = {}
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
@@ -78,6 +81,9 @@ class Dashboard:
         """Re-read the store (the run list, new records of the shown runs) and update the page."""
         listed = self.store.list()
         self._rows = {r["id"]: r for r in listed}
+        if not self._opened:  # a page opened while runs train (a reconnect, a restarted server) shows them
+            self._opened = True
+            self.watched = self.watched or [r["id"] for r in listed if r["status"] in ("queued", "running")]
         self.runs.update(listed)
         self.show()
 
@@ -115,7 +121,7 @@ class Dashboard:
         """The page; refreshes itself once a second while it is open."""
         sidebar = pn.Column(pn.pane.Markdown("# xcviz"), self.launcher.panel(), self.launch_message, width=300)
         tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
-                       ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width")
+                       ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width", dynamic=True)
         main = pn.Column(pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
                          self.status, tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)

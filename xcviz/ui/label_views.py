@@ -39,7 +39,7 @@ class PositivesView:
                                      "positives", "iterations", width=width, height=height)
         self.seconds = new_figure("training seconds against positives (labels with none left out)",
                                   "positives", "seconds", width=width, height=height)
-        for fig, y in ((self.iterations, "iterations"), (self.seconds, "seconds")):
+        for fig in (self.iterations, self.seconds):
             set_log(fig.xaxis[0], True, "positives")
             fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("label", "@label"), ("positives", "@n_pos"),
                                               ("iterations", "@iterations"), ("seconds", "@seconds")]))
@@ -137,7 +137,7 @@ class LabelInspector:
         plot_run = self.runs.get(self.run.value)
         if plot_run is None:
             return
-        state = (self.run.value, self.label.value, plot_run.records.version)
+        state = (self.run.value, self.label.value, id(plot_run.records), plot_run.records.version)
         if state == self._shown:
             return
         self._shown = state

@@ -21,7 +21,8 @@ WIDTH = 260  # the sidebar's widgets
 
 def _bounded_widgets(params: param.Parameterized, names: list[str]) -> dict:
     """Widgets that fit the sidebar; number inputs bounded by each numeric parameter's bounds
-    (sliders would hide exact values)."""
+    (sliders would hide exact values); on/off choices as a yes/no select, because a checkbox has
+    no tooltip to carry the parameter's doc."""
     widgets = {}
     for name in names:
         p = params.param[name]
@@ -30,6 +31,8 @@ def _bounded_widgets(params: param.Parameterized, names: list[str]) -> dict:
             lo, hi = p.bounds or (None, None)
             kind = pn.widgets.IntInput if isinstance(p, param.Integer) else pn.widgets.FloatInput
             widgets[name].update(type=kind, start=lo, end=hi)
+        elif isinstance(p, param.Boolean):
+            widgets[name].update(type=pn.widgets.Select, options={"yes": True, "no": False})
     return widgets
 
 

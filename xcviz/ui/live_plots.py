@@ -1,10 +1,13 @@
 """Live band plots: per field, the median and 5-95% band over labels of every shown run.
 
 One figure per field the runs record (see `fields.FIELDS`), one colour per run in every figure.
-The figures and each run's glyphs are made once; afterwards a refresh or a control (x-axis, log
-scales, smoothing) only replaces the data of the curves whose run has new records or whose view
-changed, and hides the runs that are not shown. The numbers come from `RunAggregate`; this module
-only smooths (before downsampling), downsamples and scales them for drawing.
+A figure has three glyphs made with it, whatever the number of runs: the bands (patches), the
+medians (multi-line) and invisible points that carry the hover, each fed by one data source that
+holds every shown run. Adding a glyph per run instead makes the browser rebuild a figure's views
+once per added run: 20 runs took 90 s to appear. A refresh or a control (x-axis, log scales,
+smoothing) recomputes only the curves whose run has new records or whose view changed, and sends
+a figure new data only when one of its curves changed. The numbers come from `RunAggregate`; this
+module only smooths (before downsampling), downsamples and scales them for drawing.
 """
 from __future__ import annotations
 
@@ -17,9 +20,39 @@ from .fields import FIELDS, plotted_fields
 from .figures import locked, new_figure, scaled, set_log, swatches
 from .records import PlotRun
 
-AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work"}
+AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work",
+              "epoch (streaming solvers)": "epoch"}
 AXIS_LABELS = {v: k for k, v in AXIS_NAMES.items()}
-EMPTY = {"x": [], "lower": [], "upper": [], "median": [], "xv": [], "m": []}
+
+
+def _segments(finite: np.ndarray) -> list[slice]:
+    """The runs of consecutive True values (a band is drawn as one polygon per run of points whose
+    edges are both drawable, as an area glyph leaves gaps at NaN)."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], finite.astype(np.int8), [0]))))
+    return [slice(a, b) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
+    """The data of a figure's three sources from its curves (run name, colour, arrays)."""
+    bands = {"xs": [], "ys": [], "color": []}
+    lines = {"xs": [], "ys": [], "color": [], "run": []}
+    points = {"x": [], "y": [], "xv": [], "m": [], "run": [], "color": []}
+    for name, color, c in curves:
+        for seg in _segments(np.isfinite(c["x"]) & np.isfinite(c["lower"]) & np.isfinite(c["upper"])):
+            bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])))
+            bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])))
+            bands["color"].append(color)
+        lines["xs"].append(c["x"])
+        lines["ys"].append(c["median"])
+        lines["color"].append(color)
+        lines["run"].append(name)
+        n = len(c["x"])
+        for key, value in (("x", c["x"]), ("y", c["median"]), ("xv", c["xv"]), ("m", c["m"])):
+            points[key].append(value)
+        points["run"].append(np.full(n, name, dtype=object))
+        points["color"].append(np.full(n, color, dtype=object))
+    points = {k: np.concatenate(v) if v else np.array([]) for k, v in points.items()}
+    return bands, lines, points
 
 
 class LivePlots:
@@ -39,10 +72,10 @@ class LivePlots:
         self.key = pn.pane.HTML("", sizing_mode="stretch_width")
         self.grid = pn.GridBox(ncols=2)
         self.runs: dict[str, PlotRun] = {}
-        self._figures: dict = {}
-        self._sources: dict[tuple[str, str], ColumnDataSource] = {}
-        self._glyphs: dict[tuple[str, str], list] = {}
-        self._drawn: dict[tuple[str, str], tuple] = {}
+        self._figures: dict[str, pn.pane.Bokeh] = {}
+        self._sources: dict[str, tuple[ColumnDataSource, ColumnDataSource, ColumnDataSource]] = {}
+        self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
+        self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
         self._titles: dict[str, str] = {}
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
@@ -68,18 +101,24 @@ class LivePlots:
         if new:
             self.grid.extend(new)
         thinned = False
-        for (field, run), glyphs in self._glyphs.items():
-            visible = run in self.runs and field in fields
-            for glyph in glyphs:
-                if glyph.visible != visible:
-                    glyph.visible = visible
-        for field in fields:
+        for field in self._figures:
             log_y = self._log_y(field)
-            fig = self._figures[field].object
-            set_log(fig.yaxis[0], log_y, FIELDS[field].label)
-            set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
-            for run, plot_run in self.runs.items():
-                thinned |= self._curve(field, run, plot_run, log_y)
+            pane = self._figures[field]
+            if pane.visible != (field in fields):  # a field none of the shown runs records
+                pane.visible = field in fields
+            fig = pane.object
+            if field in fields:
+                set_log(fig.yaxis[0], log_y, FIELDS[field].label)
+                set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
+            curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
+                      ] if field in fields else []
+            thinned |= any(c["thinned"] for _, _, c in curves)
+            sent = [(run, state) for run, state, _ in curves]
+            if self._sent.get(field) != sent:
+                data = _columns([(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
+                for source, columns in zip(self._sources[field], data):
+                    source.data = columns
+                self._sent[field] = sent
         smoothing = smoothing_rule(self.smoothing.value, self.window.value)
         for field in fields:
             title = f"{FIELDS[field].label}: median, 5-95% band over labels · {smoothing}"
@@ -92,45 +131,49 @@ class LivePlots:
             self.rules.object = rules
 
     def _figure(self, field: str) -> pn.pane.Bokeh:
+        """A field's figure with its three glyphs, each drawing every run from one source."""
         fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
                          width=self.size[0], height=self.size[1])
-        fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("x", "@xv"), ("median", "@m")], mode="mouse"))
+        bands, lines, points = (ColumnDataSource(columns) for columns in _columns([]))
+        fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
+        fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2)
+        hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
+        fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("median", "@m")]))
         pane = pn.pane.Bokeh(fig)
-        self._figures[field] = pane
+        self._figures[field], self._sources[field] = pane, (bands, lines, points)
         return pane
 
-    def _curve(self, field: str, run: str, plot_run: PlotRun, log_y: bool) -> bool:
-        """Update one run's curve in one figure if needed; True if it had to be downsampled."""
-        key = (field, run)
+    def _curve(self, field: str, run: str, plot_run: PlotRun, log_y: bool) -> tuple[tuple, dict]:
+        """One run's curve in one figure, recomputed only when its records or the view changed:
+        (the state it was drawn for, its arrays)."""
         aggregate = plot_run.records.iterations
-        state = (aggregate.version, self._settings(), log_y)
-        if self._drawn.get(key, (None,))[:3] == state:
-            return self._drawn[key][3]
-        if key not in self._sources:
-            fig = self._figures[field].object
-            source = ColumnDataSource(dict(EMPTY))
-            self._glyphs[key] = [
-                fig.varea(x="x", y1="lower", y2="upper", source=source, fill_color=plot_run.color, fill_alpha=0.2),
-                fig.line(x="x", y="median", source=source, line_color=plot_run.color, line_width=2, name=plot_run.name)]
-            self._sources[key] = source
+        state = (id(aggregate), aggregate.version, self._settings(), log_y)
+        cached = self._curves.get((field, run))
+        if cached is not None and cached[0] == state:
+            return cached
         bands = aggregate.bands(field, self.x_axis.value)
-        rule, window = self.smoothing.value, self.window.value
-        smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), rule, window)
+        smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), self.smoothing.value,
+                          self.window.value)
         columns = dict(zip(("median", "lower", "upper"), smoothed.T))
         index, k = downsample(len(bands))
         x = bands["x"].to_numpy(np.float64)[index]
-        self._sources[key].data = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index],
-                                   **{c: scaled(v[index], log_y) for c, v in columns.items()}}
-        self._drawn[key] = (*state, k > 1)
-        return k > 1
+        curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
+                 **{c: scaled(v[index], log_y) for c, v in columns.items()}}
+        self._curves[(field, run)] = (state, curve)
+        return state, curve
+
+    def curve(self, field: str, run: str) -> dict | None:
+        """What is drawn of a run in a field's figure: arrays x, median, lower, upper as plotted
+        (log10 on a log axis), xv and m (x and the median as recorded); None if nothing yet."""
+        cached = self._curves.get((field, run))
+        return None if cached is None else cached[1]
 
     def forget(self, run: str) -> None:
-        """Remove a run's glyphs (a deleted run)."""
-        for key in [k for k in self._glyphs if k[1] == run]:
-            figure = self._figures[key[0]].object
-            figure.renderers = [r for r in figure.renderers if r not in self._glyphs[key]]
-            for store in (self._glyphs, self._sources, self._drawn):
-                store.pop(key, None)
+        """Drop what was computed for a run (deleted, or its records reset); the next redraw
+        leaves it out of the figures or draws it anew."""
+        for key in [k for k in self._curves if k[1] == run]:
+            del self._curves[key]
+        self._sent.clear()
 
     def figures(self) -> list:
         """The Bokeh figures, one per plotted field (for a standalone report)."""

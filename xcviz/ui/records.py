@@ -1,8 +1,9 @@
 """What a page knows of each run's records, read from the store incrementally.
 
 `RecordCache.refresh(run)` asks the store only for the record batches written after the last one
-it saw, and feeds them to the run's `RunRecords`: iteration records to a `RunAggregate` (bands
-kept up to date batch by batch), label records appended. The page never reads a whole run twice.
+it saw (starting over when the store says the run's records were reset), and feeds them to the
+run's `RunRecords`: iteration records to a `RunAggregate` (bands kept up to date batch by batch),
+label records appended. The page never reads a whole run twice.
 """
 from __future__ import annotations
 
@@ -65,6 +66,10 @@ class RecordCache:
         self.seen: dict[tuple[str, str], int] = {}
 
     def refresh(self, run: str) -> RunRecords:
+        """The run's records with the batches written since the last call; after the store dropped
+        the run's records (a multiclass run started again), a new RunRecords read from scratch."""
+        if len(self._new(run, "reset")):
+            self.forget(run, keep_reset=True)
         records = self.runs.setdefault(run, RunRecords())
         if records.n_rows is None:
             records.begin(self._new(run, "begin"))
@@ -77,8 +82,8 @@ class RecordCache:
         self.seen[(run, kind)] = last
         return new
 
-    def forget(self, run: str) -> None:
-        """Drop a run (deleted from the store)."""
+    def forget(self, run: str, keep_reset: bool = False) -> None:
+        """Drop what was read of a run (deleted from the store, or its records reset)."""
         self.runs.pop(run, None)
-        for kind in ("begin", "iteration", "label"):
+        for kind in ("begin", "iteration", "label") if keep_reset else ("begin", "iteration", "label", "reset"):
             self.seen.pop((run, kind), None)

@@ -32,10 +32,15 @@ class RunView:
         for run in shown:
             row = rows[run]
             self.colors.setdefault(run, PALETTE[len(self.colors) % len(PALETTE)])
-            if run not in self._complete:
-                self.cache.refresh(run)
+            if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
+                before = self.cache.runs.get(run)
+                if self.cache.refresh(run) is not before and before is not None:  # its records were reset
+                    self.plots.forget(run)
+                    self.positives.forget(run)
                 if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
                     self._complete.add(run)
+                else:
+                    self._complete.discard(run)
             runs[run] = PlotRun(row["name"], self.colors[run], self.cache.runs[run], int(row["total"]))
         self.plots.show(runs)
         self.positives.show(runs)
