@@ -34,7 +34,7 @@ test: $(STAMP) browser
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
-bench: $(STAMP)
+bench: $(STAMP) browser
 	$(PY) benchmarks/run.py --out BENCHMARKS.md
 
 clean:
