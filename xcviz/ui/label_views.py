@@ -137,7 +137,7 @@ class LabelInspector:
         plot_run = self.runs.get(self.run.value)
         if plot_run is None:
             return
-        state = (self.run.value, self.label.value, id(plot_run.records), plot_run.records.version)
+        state = (self.run.value, self.label.value, plot_run.records.version)
         if state == self._shown:
             return
         self._shown = state

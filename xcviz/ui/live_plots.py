@@ -147,7 +147,7 @@ class LivePlots:
         """One run's curve in one figure, recomputed only when its records or the view changed:
         (the state it was drawn for, its arrays)."""
         aggregate = plot_run.records.iterations
-        state = (id(aggregate), aggregate.version, self._settings(), log_y)
+        state = (plot_run.records.serial, aggregate.version, self._settings(), log_y)
         cached = self._curves.get((field, run))
         if cached is not None and cached[0] == state:
             return cached

@@ -7,6 +7,7 @@ label records appended. The page never reads a whole run twice.
 """
 from __future__ import annotations
 
+from itertools import count
 from typing import NamedTuple
 
 import pandas as pd
@@ -18,7 +19,10 @@ from ..runs.store import RunStore
 class RunRecords:
     """One run's records so far: `iterations` (a RunAggregate) and `labels` (label records)."""
 
+    _serials = count()
+
     def __init__(self) -> None:
+        self.serial = next(self._serials)  # tells a run's records read anew (after a reset) from the old ones
         self.n_rows: int | None = None
         self.iterations = RunAggregate()
         self._label_batches: list[pd.DataFrame] = []
@@ -43,9 +47,9 @@ class RunRecords:
         return self._labels
 
     @property
-    def version(self) -> tuple[int, int]:
-        """Changes whenever new records arrived."""
-        return self.iterations.version, len(self._label_batches)
+    def version(self) -> tuple[int, int, int]:
+        """Changes whenever new records arrived, or the run's records were read anew."""
+        return self.serial, self.iterations.version, len(self._label_batches)
 
 
 class PlotRun(NamedTuple):
