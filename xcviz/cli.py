@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from . import __version__
 from .data.errors import DatasetFormatError
 from .models import ModelFormatError
 
-_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError)
+_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error)
 
 
 class ProgressBar:
@@ -45,6 +46,12 @@ class ProgressBar:
 def _table(rows: list[tuple[str, str]]) -> str:
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _printable(text) -> str:
+    """`text` with control characters (and other unprintable ones) escaped, for a terminal."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _fmt(value) -> str:
@@ -102,7 +109,10 @@ def _parse_sets(pairs: list[str]) -> dict:
 
 def _solver_params(args: argparse.Namespace) -> dict:
     """The solver parameters given on the command line (the rest keep the solver's defaults)."""
+    from .runs.spec import check_param_types
+
     params = _parse_sets(args.set)
+    check_param_types(args.solver, params)
     chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
               "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs}
     params.update({k: v for k, v in chosen.items() if v is not None})
@@ -117,6 +127,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .runs.sinks import JsonLinesSink
     from .solvers import get_solver
 
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
     train_ds, test_ds = resolve(args.dataset, args.test)
     params = _solver_params(args)
     recorder = JsonLinesSink(args.records) if args.records else None
@@ -156,7 +168,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.dataset in BUNDLED and not Path(args.dataset).exists():
         train_ds, test_ds = load(args.dataset)
     else:
-        test_ds, _ = load_files(args.dataset)
+        test_ds, _ = load_files(args.dataset, for_training=False)
         train_ds = None
     if test_ds.n_labels != model.n_labels:
         raise ValueError(f"{args.dataset} has {test_ds.n_labels} labels, the model has {model.n_labels}")
@@ -185,15 +197,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     path = Path(args.spec)
     if not path.is_file():
         raise ValueError(f"{path}: no such spec file")
-    print(launch(RunSpec.from_json(path.read_text(), source=str(path)), RunStore(args.home)))
+    print(launch(RunSpec.from_json(path.read_text(encoding="utf-8"), source=str(path)), RunStore(args.home)))
     return 0
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from .runs.store import RunStore
 
-    rows = RunStore(args.home).list()
-    shown = [{"id": r["id"], "name": r["name"], "status": r["status"], "pid": r["pid"],
+    rows = RunStore(args.home, create=False).list()
+    shown = [{"id": r["id"], "name": _printable(r["name"]), "status": r["status"], "pid": r["pid"],
               "progress": f"{r['done']}/{r['total']}", "error": r["error"],
               **{k: round(v, 2) for k, v in r["summary"].items() if k in ("p@1", "p@5", "ndcg@5", "psp@5")}}
              for r in rows]
@@ -209,8 +221,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from .runs.store import RunStore
 
-    RunStore(args.home).request_cancel(args.run)
-    print(f"cancel requested: {args.run} stops after its current block of labels")
+    status = RunStore(args.home, create=False).request_cancel(args.run)
+    if status == "cancelled":
+        print(f"cancelled: {args.run} had no process training it")
+    elif status in ("queued", "running"):
+        print(f"cancel requested: {args.run} stops after its current block of labels")
+    else:
+        print(f"{args.run} is already {status}")
     return 0
 
 
@@ -218,7 +235,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from .runs.launcher import resume
     from .runs.store import RunStore
 
-    resume(RunStore(args.home), args.run)
+    resume(RunStore(args.home, create=False), args.run)
     print(args.run)
     return 0
 
@@ -227,7 +244,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
     from .runs.launcher import wait
     from .runs.store import RunStore
 
-    row = wait(RunStore(args.home), args.run, timeout=args.timeout)
+    row = wait(RunStore(args.home, create=False), args.run, timeout=args.timeout)
     print(json.dumps({"id": row["id"], "status": row["status"], "error": row["error"], **row["summary"]}))
     return 0 if row["status"] in ("done", "cancelled") else 1
 
@@ -236,7 +253,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .runs.store import RunStore
 
-    for path in write_report(RunStore(args.home), args.runs, args.output):
+    for path in write_report(RunStore(args.home, create=False), args.runs, args.output):
         print(f"wrote {path}")
     return 0
 

@@ -6,7 +6,12 @@ preprocessing, so `predict_topk` takes raw rows exactly as the training data was
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,16 +92,20 @@ class SparseModel:
                                         k, chunk)
 
     def save(self, folder: str | Path) -> Path:
-        """Write the model folder (created if needed) and return its path."""
+        """Write the model folder (created if needed) and return its path. Each file is written
+        to a temporary name, synced and renamed over the old one (weights first), so a crash or a
+        full disk leaves the previous file or the new one, never a torn one."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         w = self.weights.tocsr()
-        np.savez_compressed(folder / "weights.npz", indptr=w.indptr, indices=w.indices, data=w.data,
-                            shape=np.array(w.shape), bias_weights=self.bias_weights)
+        _write_atomic(folder / "weights.npz", lambda f: np.savez_compressed(
+            f, indptr=w.indptr, indices=w.indices, data=w.data, shape=np.array(w.shape),
+            bias_weights=self.bias_weights))
         meta = {"format_version": FORMAT_VERSION, "solver": self.solver, "bias": self.bias,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}
-        (folder / "model.json").write_text(json.dumps(meta, indent=2, default=_json_default))
+        text = json.dumps(meta, indent=2, default=_json_default).encode()
+        _write_atomic(folder / "model.json", lambda f: f.write(text))
         return folder
 
     @classmethod
@@ -109,11 +118,17 @@ class SparseModel:
                 raise ModelFormatError(f"{p}: no such file or folder (not a saved xcviz model)")
         try:
             meta = json.loads(meta_path.read_text())
-            with np.load(w_path) as z:
+            if not isinstance(meta, dict):
+                raise ValueError("model.json is not a JSON object")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise ModelFormatError(f"{meta_path}: unreadable model description ({type(exc).__name__})") from None
+        try:
+            with np.load(w_path, allow_pickle=False) as z:
                 weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
                 bias_weights = z["bias_weights"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelFormatError(f"{folder}: unreadable model ({exc})") from exc
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ModelFormatError(f"{w_path}: unreadable weights file, torn or corrupt ({type(exc).__name__}); "
+                                   f"train the model again") from None
         if meta.get("format_version") != FORMAT_VERSION:
             raise ModelFormatError(f"{meta_path}: format_version {meta.get('format_version')!r}, "
                                    f"this xcviz reads {FORMAT_VERSION}")
@@ -123,6 +138,26 @@ class SparseModel:
         return cls(weights=weights, bias_weights=bias_weights, bias=float(meta["bias"]),
                    normalize=bool(meta["normalize"]), solver=meta["solver"], params=meta.get("params", {}),
                    info=meta.get("info", {}))
+
+
+def _write_atomic(path: Path, write) -> None:
+    """write(file) into a temporary file beside `path`, fsync it, rename it to `path`, fsync the folder."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _json_default(obj):

@@ -15,6 +15,9 @@ from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import detect_format, load_cached, read_libsvm
 
+SPARSE_SLACK = 16  # a training file may declare up to this many times more D (or L) than its body holds
+SMALL_SIZE = 2**20  # ... and any D or L up to this (a dense row of it is 8 MiB)
+
 BUNDLED = ("bibtex", "delicious")
 
 
@@ -33,6 +36,11 @@ def _split_path(name: str, split: str) -> Path:
     return data_dir() / name / f"{name}_{split}.txt.xz"
 
 
+def bundled_files(name: str) -> list[Path]:
+    """The (train, test) files of a bundled data set."""
+    return [_split_path(name, s) for s in ("train", "test")]
+
+
 def load(name: str) -> tuple[Dataset, Dataset]:
     """The (train, test) splits of a bundled data set, e.g. load("bibtex")."""
     if name not in BUNDLED:
@@ -43,30 +51,53 @@ def load(name: str) -> tuple[Dataset, Dataset]:
 
 
 def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
-               n_features: int | None = None) -> tuple[Dataset, Dataset | None]:
+               n_features: int | None = None, for_training: bool = True) -> tuple[Dataset, Dataset | None]:
     """A training file and an optional test file, XC text or LIBSVM (detected), gz/xz or plain.
 
     XC files go through the npz cache, and their headers fix D and L: a test file reaching beyond
     the training file's is refused. LIBSVM files declare neither: the test file uses the training
     file's label map, and both splits are widened to the larger D and L (unless `n_features` is
-    given), so a feature or class seen only in the test split is simply never predicted."""
-    if detect_format(train_path) == "libsvm":
+    given), so a feature or class seen only in the test split is simply never predicted. A test
+    file must be in the training file's format; `for_training` refuses an XC training file whose
+    header declares far larger sizes than its rows use."""
+    fmt = detect_format(train_path)
+    if test_path is not None and detect_format(test_path) != fmt:
+        raise DatasetFormatError(str(test_path), 1, f"is not in the format of the training file {train_path} "
+                                 f"({'an XC file starts with the header N D L' if fmt == 'xc' else 'LIBSVM, no header'})")
+    if fmt == "libsvm":
         train, label_map = read_libsvm(train_path, n_features=n_features)
         if test_path is None:
             return train, None
         test, label_map = read_libsvm(test_path, n_features=n_features, label_map=label_map)
         width = max(train.n_features, test.n_features)
         return _reshaped(train, width, len(label_map)), _reshaped(test, width, len(label_map))
-    train = load_cached(train_path)
+    train = load_cached(train_path, format="xc")
+    train = _trainable(train) if for_training else train
     if test_path is None:
         return train, None
-    test = load_cached(test_path)
+    return train, _test_for(train, load_cached(test_path, format="xc"))
+
+
+def _trainable(train: Dataset) -> Dataset:
+    """A training set whose declared D and L its rows can use: a header that declares far more
+    (a 4-row file with D = 10^8) would make every solver allocate for sizes the data never reaches,
+    so it is refused, naming the file and the sizes."""
+    for what, size, entries in (("D", train.n_features, train.X.nnz), ("L", train.n_labels, train.Y.nnz)):
+        if size > max(SMALL_SIZE, SPARSE_SLACK * (entries + train.n)):
+            raise DatasetFormatError(str(train.path), 1, f"header declares {what} = {size}, but the file's "
+                                     f"{train.n} rows hold only {entries} entries: refused (training would "
+                                     f"allocate for {size} {'features' if what == 'D' else 'labels'})")
+    return train
+
+
+def _test_for(train: Dataset, test: Dataset) -> Dataset:
+    """An XC test set checked against, and shaped like, its training set."""
     for what, got, limit, index in (("feature", test.n_features, train.n_features, test.X.indices),
                                     ("label", test.n_labels, train.n_labels, test.Y.indices)):
         if got > limit and index.size and index.max() >= limit:
             raise DatasetFormatError(str(test.path), None, f"has {what} index {int(index.max())}, "
                                      f"but the training file has only {limit} {what}s")
-    return train, _reshaped(test, train.n_features, train.n_labels)
+    return _reshaped(test, train.n_features, train.n_labels)
 
 
 def _reshaped(ds: Dataset, n_features: int, n_labels: int) -> Dataset:
@@ -78,6 +109,11 @@ def _reshaped(ds: Dataset, n_features: int, n_labels: int) -> Dataset:
 
 def resolve(spec: str, test: str | None = None) -> tuple[Dataset, Dataset | None]:
     """A bundled name ("bibtex") or a training-file path (with an optional test path)."""
-    if spec in BUNDLED and test is None and not Path(spec).exists():
-        return load(spec)
+    if spec in BUNDLED and not Path(spec).exists():
+        train, bundled_test = load(spec)
+        if test is None:
+            return train, bundled_test
+        if detect_format(test) != "xc":
+            raise DatasetFormatError(test, 1, f"is not an XC file (header N D L) like the bundled {spec}")
+        return train, _test_for(train, load_cached(test, format="xc"))
     return load_files(spec, test)

@@ -3,7 +3,10 @@
 Parsing has two paths. The fast path checks each line with one regular expression and converts a
 whole chunk of lines with a single `np.fromstring`; range, finiteness and duplicate checks are then
 vectorised. Only when a line is known to be bad does the slow path walk its tokens one by one to
-name the exact problem, so every error carries file, line and offending token.
+name the exact problem, so every error carries file, line and the problem; never the file's text
+(a data file may be something else, such as /etc/passwd behind a link, and errors reach web pages).
+Sizes are refused before anything is allocated for them: header values and feature indices beyond
+`max_size()`, lines longer than MAX_LINE characters, files that are not regular files.
 """
 import contextlib
 import gzip
@@ -13,6 +16,7 @@ import lzma
 import math
 import os
 import re
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -30,6 +34,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _CHUNK_LINES = 4096
 _MAX_EXACT = 2**53  # integers from here on are not exact in float64, the fast path's number type
+MAX_LINE = 64 * 2**20  # characters in one line: far beyond any real row, and a bound on /dev/zero-like input
 
 _VALUE = r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|(?i:nan|inf(?:inity)?))"
 _FEATURES = rf"((?:[ \t]+[0-9]+:{_VALUE})*)"
@@ -45,9 +50,15 @@ _HEADER = re.compile(r"[ \t]*([0-9]+)[ \t]+([0-9]+)[ \t]+([0-9]+)")
 _HEADER_LIKE = re.compile(r"[ \t]*([-+]?[0-9]+)[ \t]+([-+]?[0-9]+)[ \t]+([-+]?[0-9]+)")
 
 
-def _quote(text: str, limit: int = 40) -> str:
-    """Quote a token for a one-line message, shortening very long ones."""
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
+def max_size() -> int:
+    """The largest D or L xcviz accepts on this machine: a dense float64 row of that many entries
+    (what a solver allocates per label or per row) takes at most 1/32 of the physical memory, and
+    indices fit the kernels' 32-bit unsigned type."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 2**36
+    return int(min(2**32 - 1, memory // 32 // 8 * 8))
 
 
 class _CheckedReader(io.RawIOBase):
@@ -89,6 +100,9 @@ def open_text(path: str | os.PathLike) -> TextIO:
         raise DatasetFormatError(shown, None, "no such file") from None
     except OSError as exc:
         raise DatasetFormatError(shown, None, f"cannot open ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+        raw.close()
+        raise DatasetFormatError(shown, None, "not a regular file (a device, a pipe or a folder)")
     try:
         magic = raw.peek(len(_XZ_MAGIC))[: len(_XZ_MAGIC)]
     except OSError as exc:
@@ -100,7 +114,21 @@ def open_text(path: str | os.PathLike) -> TextIO:
         reader = _CheckedReader([lzma.LZMAFile(raw), raw], shown, "corrupt xz stream")
     else:
         reader = _CheckedReader([raw], shown, "read error")
-    return io.TextIOWrapper(io.BufferedReader(reader), encoding="utf-8", errors="replace", newline="\n")
+    # utf-8-sig: a byte order mark at the start (written by some editors) is skipped
+    return io.TextIOWrapper(io.BufferedReader(reader), encoding="utf-8-sig", errors="replace", newline="\n")
+
+
+def _lines_of(path: str, f: TextIO, first_line: int) -> Iterable[str]:
+    """The lines of `f`, refusing one longer than MAX_LINE before reading all of it."""
+    line_no = first_line
+    while True:
+        line = f.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) == MAX_LINE and not line.endswith("\n"):
+            raise DatasetFormatError(path, line_no, f"line longer than {MAX_LINE} characters")
+        yield line
+        line_no += 1
 
 
 def _open_write(path: str | os.PathLike) -> TextIO:
@@ -152,15 +180,15 @@ def _label_problem(field: str, fmt: _Format) -> str | None:
     if not field:
         return None
     if ":" in field:
-        return f"label field {_quote(field)} contains ':' (a line without labels must start with a space)"
+        return "label field contains ':' (a line without labels must start with a space)"
     seen = set()
-    for token in field.split(","):
+    for k, token in enumerate(field.split(","), 1):
         if not token:
-            return f"empty label in {_quote(field)}"
+            return f"empty label (label {k} of the line)"
         if not fmt.label_re.fullmatch(token):
             if _NEGATIVE.fullmatch(token):
                 return f"negative label index {token}"
-            return f"non-numeric label {_quote(token)}"
+            return f"non-numeric label (label {k} of the line)"
         label = int(token)
         if fmt.n_labels is not None and label >= fmt.n_labels:
             return f"label index {label} out of range (L = {fmt.n_labels})"
@@ -176,25 +204,26 @@ def _feature_problem(text: str, fmt: _Format) -> str | None:
     """First problem among the index:value tokens of a line, if any."""
     seen = set()
     stripped = text.strip(" \t")
-    for token in _BLANKS.split(stripped) if stripped else []:
+    for k, token in enumerate(_BLANKS.split(stripped) if stripped else [], 1):
         index_text, colon, value_text = token.partition(":")
+        where = f"feature token {k} of the line"
         if not colon:
-            return f"token {_quote(token)} is not index:value"
+            return f"{where} is not index:value"
         if not _UINT.fullmatch(index_text):
             if _NEGATIVE.fullmatch(index_text):
                 return f"negative feature index {index_text}"
-            return f"non-numeric feature index {_quote(index_text)} in {_quote(token)}"
+            return f"non-numeric feature index in {where}"
         index = int(index_text)
         if index < fmt.base:
             return f"feature index {index} out of range (indices are {fmt.base}-based)"
         if fmt.n_features is not None and index - fmt.base >= fmt.n_features:
             return f"feature index {index} out of range (D = {fmt.n_features})"
-        if index >= _MAX_EXACT:
-            return f"feature index {index} too large"
+        if index - fmt.base >= max_size():
+            return f"feature index {index} too large (at most {max_size()} features on this machine)"
         if not _VALUE_RE.fullmatch(value_text):
-            return f"non-numeric value {_quote(value_text)} in {_quote(token)}"
+            return f"non-numeric value in {where} (feature {index})"
         if not math.isfinite(float(value_text)):
-            return f"non-finite value {_quote(value_text)} for feature {index}"
+            return f"non-finite value for feature {index}"
         if index in seen:
             return f"duplicate feature index {index}"
         seen.add(index)
@@ -235,7 +264,7 @@ def _parse_chunk(path: str, first_line: int, lines: list[str], fmt: _Format) -> 
     raw_indices, data = pairs[0::2], pairs[1::2]
     indices = raw_indices - fmt.base
 
-    bad = ~np.isfinite(data) | (indices < 0) | (raw_indices >= _MAX_EXACT)
+    bad = ~np.isfinite(data) | (indices < 0) | (indices >= max_size())
     if fmt.n_features is not None:
         bad |= indices >= fmt.n_features
     label_bad = np.abs(labels) >= _MAX_EXACT
@@ -250,10 +279,10 @@ def _parse_chunk(path: str, first_line: int, lines: list[str], fmt: _Format) -> 
     return _Body(indices[order].astype(np.int64), data[order], feature_counts, labels[label_order], label_counts)
 
 
-def _read_body(path: str, lines: Iterable[str], first_line: int, fmt: _Format) -> _Body:
+def _read_body(path: str, lines: TextIO, first_line: int, fmt: _Format) -> _Body:
     """Parse all remaining lines in chunks, so memory stays close to the size of the result."""
     parts, chunk, line_no = [], [], first_line
-    for raw in lines:
+    for raw in _lines_of(path, lines, first_line):
         chunk.append(raw.rstrip())
         if len(chunk) == _CHUNK_LINES:
             parts.append(_parse_chunk(path, line_no, chunk, fmt))
@@ -270,17 +299,20 @@ def _csr(indices: np.ndarray, counts: np.ndarray, data: np.ndarray, shape: tuple
 
 
 def _parse_header(path: str, line: str) -> tuple[int, int, int]:
-    """N, D, L from the XC header line."""
+    """N, D, L from the XC header line; sizes beyond `max_size()` are refused here, before
+    anything is allocated for them."""
     text = line.rstrip()
     match = _HEADER.fullmatch(text)
     if match is None:
         if _HEADER_LIKE.fullmatch(text):
-            raise DatasetFormatError(path, 1, f"negative number in header {_quote(text)}")
-        problem = f"header must be three non-negative integers 'N D L', got {_quote(text)}"
+            raise DatasetFormatError(path, 1, "negative number in header 'N D L' (XC format)")
+        problem = f"XC header must be three non-negative integers 'N D L' ({len(text.split())} fields found)"
         raise DatasetFormatError(path, 1, problem)
     n, d, l = (int(g) for g in match.groups())
-    if max(n, d, l) >= _MAX_EXACT:
-        raise DatasetFormatError(path, 1, f"header value too large in {_quote(text)}")
+    for what, value in (("N", n), ("D", d), ("L", l)):
+        if value > max_size():
+            raise DatasetFormatError(path, 1, f"XC header declares {what} = {value}, more than this machine can "
+                                     f"train (at most {max_size()})")
     return n, d, l
 
 
@@ -289,7 +321,7 @@ def read_xc(path: str | os.PathLike, *, name: str | None = None) -> Dataset:
     'l1,l2,... f:v f:v ...' with 0-based labels and features."""
     shown = os.fspath(path)
     with open_text(path) as f:
-        header = f.readline()
+        header = f.readline(MAX_LINE)
         if not header:
             raise DatasetFormatError(shown, None, "empty file")
         n, d, l = _parse_header(shown, header)
@@ -389,12 +421,15 @@ def write_libsvm(path: str | os.PathLike, ds: Dataset, label_values: Sequence[in
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Return "xc" when the first line is three integers without ':' (an XC header), else "libsvm"."""
+    """Return "xc" when the first line is an XC header, else "libsvm". A first line of two or more
+    fields none of which is index:value cannot be LIBSVM: it is taken as a (malformed) XC header,
+    so that its error speaks of the header."""
     with open_text(path) as f:
-        first = f.readline()
+        first = f.readline(MAX_LINE)
     if not first:
         raise DatasetFormatError(os.fspath(path), None, "empty file")
-    return "xc" if _HEADER_LIKE.fullmatch(first.rstrip()) else "libsvm"
+    fields = first.split()
+    return "xc" if len(fields) >= 2 and not any(":" in t for t in fields) else "libsvm"
 
 
 def read_dataset(

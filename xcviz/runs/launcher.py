@@ -1,45 +1,58 @@
-"""Start, resume and wait for background runs: detached processes that outlive their launcher."""
+"""Start, resume and wait for background runs: detached processes that outlive their launcher.
+
+Launching and resuming claim the run in the store first (one transaction that checks its status
+and makes this process its owner), then start the worker with the claim's token and name it as
+the owner: of several `xcviz resume` at once exactly one starts a worker, and a launcher that dies
+between the two steps leaves an interrupted run, never one queued for ever.
+"""
 from __future__ import annotations
 
-import socket
+import os
 import subprocess
 import sys
 import time
 
+from .inputs import check, record
 from .spec import RunSpec
-from .store import RunStore, StoreError
+from .store import RunStore, StoreError, process_start
 
 FINAL = ("done", "failed", "cancelled", "interrupted")
 
 
-def _start(store: RunStore, run: str) -> int:
-    log = (store.run_dir(run) / "log.txt").open("ab")
-    proc = subprocess.Popen([sys.executable, "-m", "xcviz.runs.worker", str(store.home.resolve()), run],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
-    log.close()
-    store.update(run, pid=proc.pid, host=socket.gethostname())
+def _start(store: RunStore, run: str, token: str) -> int:
+    """Start the worker of a run this process has claimed; a start that fails fails the run."""
+    try:
+        log = (store.run_dir(run) / "log.txt").open("ab")
+        with log:
+            proc = subprocess.Popen([sys.executable, "-m", "xcviz.runs.worker", str(store.home.resolve()), run, token],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                    close_fds=True)
+    except OSError as exc:
+        store.update(run, status="failed", ended=time.time(), error=f"the worker could not start ({exc.strerror or exc})")
+        raise StoreError(f"run {run}: the worker could not start ({exc.strerror or exc})") from None
+    store.hand_over(run, token, proc.pid, process_start(proc.pid))
     return proc.pid
 
 
-def launch(spec: RunSpec, store: RunStore) -> str:
-    """Record the run as queued and start its worker; returns the run id."""
+def launch(spec: RunSpec, store: RunStore, data_dirs: list[str | os.PathLike] | None = None) -> str:
+    """Record the run as queued and start its worker; returns the run id. With `data_dirs` (the
+    dashboard's), every file the run reads must lie inside them, now and at every resume."""
     spec.validate()
-    run = store.create(spec.to_json(), spec.name)
-    _start(store, run)
+    run = store.create(spec.to_json(), spec.name, inputs=record(spec, data_dirs))
+    _start(store, run, store.token(run))
     return run
 
 
 def resume(store: RunStore, run: str) -> None:
-    """Restart an interrupted, cancelled or failed run; labels already trained are not trained again."""
-    status = store.get(run)["status"]
-    if status not in ("interrupted", "cancelled", "failed"):
-        raise StoreError(f"run {run} is {status}; only interrupted, cancelled or failed runs can be resumed")
-    store.update(run, status="queued", cancel=0)
-    _start(store, run)
+    """Restart an interrupted, cancelled or failed run whose inputs have not changed; labels
+    already trained are not trained again."""
+    row = store.get(run)
+    check(RunSpec.from_json(row["spec"], source=f"run {run}"), row["inputs"])
+    _start(store, run, store.claim(run))
 
 
 def wait(store: RunStore, run: str, poll: float = 0.25, timeout: float | None = None) -> dict:
-    """Block until the run ends; returns its final row."""
+    """Block until the run ends; returns its final row (TimeoutError after `timeout` seconds)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         row = store.get(run)

@@ -5,12 +5,40 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+import param
+
 from ..engine.threads import max_threads
-from ..solvers import make_params, param_dict
+from ..solvers import get_solver, make_params, param_dict
+
+
+MAX_DEPTH = 8
 
 
 class SpecError(ValueError):
     """A run specification that cannot run, naming the field and what is wrong."""
+
+
+def _depth(text: str) -> int:
+    """How deeply the brackets of a JSON text nest (those inside strings count too: an upper bound)."""
+    opened = text.count("[") + text.count("{")
+    if opened <= MAX_DEPTH:
+        return opened
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_param_types(solver: str, values: dict) -> None:
+    """Refuse a JSON true/false for a parameter that is not a switch (Python reads true as 1)."""
+    cls = get_solver(solver).params
+    for key, value in values.items():
+        if isinstance(value, bool) and key in cls.param and not isinstance(cls.param[key], param.Boolean):
+            raise SpecError(f"parameter {key!r} of {solver}: expected a number or a name, got {str(value).lower()}")
 
 
 @dataclass
@@ -29,11 +57,19 @@ class RunSpec:
         """Check every field; returns self with params completed by the solver's defaults."""
         if not isinstance(self.dataset, str) or not self.dataset:
             raise SpecError("spec field 'dataset': a bundled name or a file path is required")
-        if self.threads is not None and not (isinstance(self.threads, int) and 1 <= self.threads <= max_threads()):
+        for name in ("test", "name", "solver"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) or (value is None and name == "test")):
+                raise SpecError(f"spec field {name!r}: must be a string, got {type(value).__name__}")
+        if "\0" in self.dataset or (self.test and "\0" in self.test) or len(self.name) > 200:
+            raise SpecError("spec fields 'dataset', 'test' and 'name': no NUL characters, names up to 200 characters")
+        if self.threads is not None and not (isinstance(self.threads, int) and not isinstance(self.threads, bool)
+                                             and 1 <= self.threads <= max_threads()):
             raise SpecError(f"spec field 'threads': must be an integer from 1 to {max_threads()}, got {self.threads!r}")
         if not isinstance(self.params, dict):
             raise SpecError("spec field 'params': must be an object of solver parameters")
         try:
+            check_param_types(self.solver, self.params)
             self.params = param_dict(make_params(self.solver, **self.params))
         except (ValueError, TypeError) as exc:
             raise SpecError(f"spec field 'params': {exc}") from None
@@ -44,7 +80,12 @@ class RunSpec:
 
     @classmethod
     def from_json(cls, text: str, source: str = "spec") -> "RunSpec":
-        """Parse and validate; errors name the source and the field."""
+        """Parse and validate; errors name the source and the field. A UTF-8 byte order mark is
+        skipped; JSON nested deeper than a spec can be is refused before it is parsed."""
+        text = text.removeprefix("\ufeff")
+        depth = _depth(text)
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{source}: JSON nested {depth} levels deep; a run spec has at most {MAX_DEPTH}")
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:

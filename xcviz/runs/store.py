@@ -4,7 +4,14 @@ Under XCVIZ_HOME (default ./xcviz-runs): `runs.sqlite` in WAL mode (one writer p
 of readers) and a folder per run for its model and log. Records are stored as batches, one row per
 block of labels (the columns as an .npz blob), so writing costs one INSERT per block and readers
 can follow a run by asking for the batches after the last one they saw. The weights of every
-finished block are stored too: a run that dies resumes from its completed labels.
+finished block are stored too, in the same transaction as its records: a run that dies resumes
+from its completed labels, each recorded once.
+
+A run has one owner at a time: the process named by (host, pid, start time of that pid), which
+makes liveness exact even when the system reuses a pid, and a claim token. Launching or resuming
+claims the run in one transaction that checks its status; the worker then takes the run only with
+that token, and writes a block only while it still holds it. Every SQLite failure (a missing,
+truncated, locked or read-only store) is raised as one `StoreError` naming the store.
 """
 from __future__ import annotations
 
@@ -16,30 +23,36 @@ import socket
 import sqlite3
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
+RESUMABLE = ("interrupted", "cancelled", "failed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY, name TEXT, spec TEXT NOT NULL, status TEXT NOT NULL, pid INTEGER, host TEXT,
     created REAL NOT NULL, started REAL, ended REAL, error TEXT, summary TEXT, versions TEXT,
-    done INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0, cancel INTEGER NOT NULL DEFAULT 0);
+    done INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0, cancel INTEGER NOT NULL DEFAULT 0,
+    pid_start INTEGER, claim TEXT, inputs TEXT);
 CREATE TABLE IF NOT EXISTS batches (
     run TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (run, seq));
 CREATE TABLE IF NOT EXISTS pieces (
     run TEXT NOT NULL, seq INTEGER NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (run, seq));
 """
+_ADDED_IN_2 = ("pid_start INTEGER", "claim TEXT", "inputs TEXT")
 
 
 class StoreError(ValueError):
-    """A store that cannot be used (newer schema, unknown run)."""
+    """A store that cannot be used (missing, unreadable, newer schema) or a run that cannot be
+    acted on (unknown, owned by another process, not in a state that allows the action)."""
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
@@ -57,102 +70,272 @@ def default_home() -> Path:
     return Path(os.environ.get("XCVIZ_HOME", "xcviz-runs"))
 
 
-def _alive(pid: int | None, host: str | None) -> bool:
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None if no such process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat): with the
+    pid it names one process for good, since a reused pid has a later start."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def owner() -> dict:
+    """This process as a run's owner: host, pid and the pid's start time."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_start": process_start(os.getpid())}
+
+
+def alive(pid: int | None, host: str | None, start: int | None = None) -> bool:
+    """Whether the owner (host, pid, start) still runs: the pid exists on this host, is no zombie,
+    and (when `start` is known) started when recorded. Another host's owner counts as gone."""
     if pid is None or host != socket.gethostname():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    fields = _proc_stat(pid)
+    if fields is None:
+        if Path("/proc/self/stat").exists():
+            return False
+        try:  # no /proc: ask the kernel
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    if fields[0] == "Z":  # killed, not yet reaped
         return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
-    except OSError:
-        return True
+    return start is None or int(fields[19]) == int(start)
 
 
 class RunStore:
-    """Access to the store under `home`; every method opens its own short connection."""
+    """Access to the store under `home`; every method opens its own short connection.
 
-    def __init__(self, home: str | os.PathLike | None = None) -> None:
+    create=False refuses a missing store instead of making an empty one (every command that acts
+    on existing runs). A store the user may not write is opened read-only: it can be listed and
+    read, and writing raises StoreError."""
+
+    def __init__(self, home: str | os.PathLike | None = None, create: bool = True) -> None:
         self.home = Path(home) if home is not None else default_home()
-        self.home.mkdir(parents=True, exist_ok=True)
         self.path = self.home / "runs.sqlite"
-        with self._connect() as db:
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"{self.path}: no run store here (launch a run first, or pass --home)")
+            try:
+                self.home.mkdir(parents=True, exist_ok=True)
+                sqlite3.connect(self.path).close()
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
+        self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.home, os.W_OK))
+        if self.read_only:
+            with self._db() as db:
+                self._check_version(db)
+            return
+        with self._db() as db:
             db.executescript(_SCHEMA)
+        with self._transaction() as db:
             row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None:
                 db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: schema version {row[0]} is newer than this xcviz ({SCHEMA_VERSION})")
+            elif int(row[0]) < SCHEMA_VERSION:
+                columns = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+                for column in _ADDED_IN_2:
+                    if column.split()[0] not in columns:
+                        db.execute(f"ALTER TABLE runs ADD COLUMN {column}")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            self._check_version(db)
+
+    def _check_version(self, db: sqlite3.Connection) -> None:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {row[0]} is newer than this xcviz ({SCHEMA_VERSION})")
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        """A connection that never creates the file: a store deleted under a run is an error, not
+        a new empty store."""
+        mode = "ro" if self.read_only else "rw"
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True, timeout=60,
+                             isolation_level=None)
+        try:
+            if self.read_only:
+                db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            else:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error:
+            db.close()
+            if not self.read_only:
+                raise
+            # a read-only WAL store whose shared-memory file cannot be made: read it as a snapshot
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                 isolation_level=None)
         db.row_factory = sqlite3.Row
         return db
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """A short connection; any SQLite failure becomes one StoreError naming the store."""
+        try:
+            db = self._connect()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        try:
+            yield db
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        finally:
+            db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE): what it reads no other writer
+        changes before it commits; any error rolls all of it back."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: the run store is read-only here (it can be listed, not changed)")
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        if not self.path.exists():
+            return StoreError(f"{self.path}: the run store is gone ({exc})")
+        return StoreError(f"{self.path}: run store error: {exc}")
 
     def run_dir(self, run: str) -> Path:
         folder = self.home / "runs" / run
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def create(self, spec_json: str, name: str = "") -> str:
+    def create(self, spec_json: str, name: str = "", inputs: dict | None = None) -> str:
+        """A new queued run owned by this process until its worker takes it over (a launcher that
+        dies before that leaves an interrupted run, never an eternal `queued` one)."""
         run = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        with self._connect() as db:
-            db.execute("INSERT INTO runs (id, name, spec, status, created) VALUES (?, ?, ?, 'queued', ?)",
-                       (run, name or run, spec_json, time.time()))
+        me = owner()
+        with self._transaction() as db:
+            db.execute("INSERT INTO runs (id, name, spec, status, created, pid, host, pid_start, claim, inputs) "
+                       "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                       (run, name or run, spec_json, time.time(), me["pid"], me["host"], me["pid_start"],
+                        uuid.uuid4().hex, json.dumps(inputs or {})))
         return run
 
     def update(self, run: str, **values) -> None:
         if "status" in values and values["status"] not in STATUSES:
             raise ValueError(f"unknown status {values['status']!r}")
-        for key in ("summary", "versions"):
+        for key in ("summary", "versions", "inputs"):
             if key in values and not isinstance(values[key], str):
                 values[key] = json.dumps(values[key])
         sets = ", ".join(f"{k} = ?" for k in values)
-        with self._connect() as db:
-            db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run))
+        with self._transaction() as db:
+            if db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run)).rowcount != 1:
+                raise StoreError(f"no run {run!r} in {self.path}")
 
     def get(self, run: str) -> dict:
-        with self._connect() as db:
+        with self._db() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run!r} in {self.path}")
         return self._shown(dict(row))
 
     def list(self) -> list[dict]:
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute("SELECT * FROM runs ORDER BY created").fetchall()
         return [self._shown(dict(r)) for r in rows]
 
     def _shown(self, row: dict) -> dict:
-        """A run as users see it: a running or queued run whose process is gone is interrupted."""
-        if row["status"] in ("running", "queued") and row["pid"] is not None and not _alive(row["pid"], row["host"]):
+        """A run as users see it: a running or queued run whose owner is gone is interrupted."""
+        if row["status"] in ("running", "queued") and not alive(row["pid"], row["host"], row.get("pid_start")):
             row["status"] = "interrupted"
-        for key in ("summary", "versions"):
-            row[key] = json.loads(row[key]) if row[key] else {}
+        for key in ("summary", "versions", "inputs"):
+            row[key] = json.loads(row[key]) if row.get(key) else {}
         return row
 
-    def request_cancel(self, run: str) -> None:
-        self.get(run)
-        self.update(run, cancel=1)
+    def claim(self, run: str, allowed: tuple[str, ...] = RESUMABLE) -> str:
+        """Make this process the owner of `run` if its status (as users see it) is one of
+        `allowed`, in one transaction: of several processes claiming at once, one wins and the
+        others get StoreError. The run becomes `queued`; returns the new claim token."""
+        token = uuid.uuid4().hex
+        me = owner()
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run!r} in {self.path}")
+            status = self._shown(dict(row))["status"]
+            if status not in allowed:
+                raise StoreError(f"run {run} is {status}; only {', '.join(allowed)} runs can be resumed")
+            db.execute("UPDATE runs SET status = 'queued', cancel = 0, pid = ?, host = ?, pid_start = ?, claim = ? "
+                       "WHERE id = ?", (me["pid"], me["host"], me["pid_start"], token, run))
+        return token
+
+    def hand_over(self, run: str, token: str, pid: int, start: int | None) -> None:
+        """The launcher names the worker it started as the owner (if the claim is still its own)."""
+        with self._transaction() as db:
+            db.execute("UPDATE runs SET pid = ?, pid_start = ?, host = ? WHERE id = ? AND claim = ?",
+                       (pid, start, socket.gethostname(), run, token))
+
+    def take(self, run: str, token: str, **values) -> bool:
+        """The worker takes its run: only with the token of the claim that started it, and only
+        while the run is still queued for it. False: another process owns the run now."""
+        me = owner()
+        values = {"status": "running", **me, **values}
+        for key in ("summary", "versions"):
+            if key in values and not isinstance(values[key], str):
+                values[key] = json.dumps(values[key])
+        sets = ", ".join(f"{k} = ?" for k in values)
+        with self._transaction() as db:
+            cur = db.execute(f"UPDATE runs SET {sets} WHERE id = ? AND claim = ? AND status = 'queued'",
+                             (*values.values(), run, token))
+            return cur.rowcount == 1
+
+    def token(self, run: str) -> str | None:
+        with self._db() as db:
+            row = db.execute("SELECT claim FROM runs WHERE id = ?", (run,)).fetchone()
+        return None if row is None else row[0]
+
+    def request_cancel(self, run: str) -> str:
+        """Ask a run to stop after its current block; a run no process owns any more (never
+        started, or its launcher died) is cancelled at once. Returns the run's status."""
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run!r} in {self.path}")
+            status = self._shown(dict(row))["status"]
+            if status == "interrupted":
+                db.execute("UPDATE runs SET status = 'cancelled', ended = ?, claim = NULL WHERE id = ?",
+                           (time.time(), run))
+                return "cancelled"
+            if status in ("queued", "running"):
+                db.execute("UPDATE runs SET cancel = 1 WHERE id = ?", (run,))
+            return status
 
     def cancel_requested(self, run: str) -> bool:
-        with self._connect() as db:
-            return bool(db.execute("SELECT cancel FROM runs WHERE id = ?", (run,)).fetchone()[0])
+        with self._db() as db:
+            row = db.execute("SELECT cancel FROM runs WHERE id = ?", (run,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run!r} in {self.path}")
+        return bool(row[0])
+
+    @staticmethod
+    def _insert_batch(db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
+        db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES "
+                   "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?), ?, ?)",
+                   (run, run, kind, _pack(columns)))
 
     def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
-        with self._connect() as db:
-            db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES "
-                       "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?), ?, ?)",
-                       (run, run, kind, _pack(columns)))
+        with self._transaction() as db:
+            self._insert_batch(db, run, kind, columns)
 
     def records(self, run: str, kind: str, after: int = 0) -> tuple[pd.DataFrame, int]:
         """The records of one kind in batches after `after`, and the last batch number seen."""
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute("SELECT seq, payload FROM batches WHERE run = ? AND kind = ? AND seq > ? ORDER BY seq",
                               (run, kind, after)).fetchall()
         if not rows:
@@ -163,23 +346,33 @@ class RunStore:
         """Drop a run's records (a multiclass run that starts again writes them anew). A `reset`
         batch takes their place in the same transaction, so batch numbers keep growing and a reader
         that has seen the old records learns that they are gone."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+        with self._transaction() as db:
             last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM batches WHERE run = ?", (run,)).fetchone()[0]
             db.execute("DELETE FROM batches WHERE run = ?", (run,))
             db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, 'reset', ?)",
                        (run, last + 1, _pack({"dropped_through": np.array([last])})))
-            db.execute("COMMIT")
 
-    def add_piece(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
+    def add_block(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray,
+                  batches: list[tuple[str, dict[str, np.ndarray]]] = (), token: str | None = None) -> None:
+        """A finished block: its record batches and its weights, in one transaction (a crash keeps all of it or none). With `token`, written only while that claim
+        still owns the run; StoreError otherwise (another process resumed it)."""
         payload = _pack({"labels": labels, "indptr": weights.indptr, "indices": weights.indices,
                          "data": weights.data, "bias": bias_weights, "shape": np.array(weights.shape)})
-        with self._connect() as db:
+        with self._transaction() as db:
+            if token is not None:
+                row = db.execute("SELECT claim FROM runs WHERE id = ?", (run,)).fetchone()
+                if row is None or row[0] != token:
+                    raise StoreError(f"run {run} is no longer owned by this worker (resumed elsewhere)")
+            for kind, columns in batches:
+                self._insert_batch(db, run, kind, columns)
             db.execute("INSERT INTO pieces (run, seq, payload) VALUES "
                        "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM pieces WHERE run = ?), ?)", (run, run, payload))
 
+    def add_piece(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
+        self.add_block(run, labels, weights, bias_weights)
+
     def pieces(self, run: str) -> list[tuple[np.ndarray, sp.csr_matrix, np.ndarray]]:
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute("SELECT payload FROM pieces WHERE run = ? ORDER BY seq", (run,)).fetchall()
         out = []
         for r in rows:
@@ -192,19 +385,25 @@ class RunStore:
         """Remove a run for good: its row, records, stored weights and its folder (model, log).
         A run whose process is still training is refused: cancel it first."""
         row = self.get(run)
-        if row["status"] in ("running", "queued") and row["pid"] is not None:
+        if row["status"] in ("running", "queued"):
             raise StoreError(f"run {run} is {row['status']}: cancel it before deleting it")
-        with self._connect() as db:
+        with self._transaction() as db:
             for table, key in (("batches", "run"), ("pieces", "run"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run,))
         shutil.rmtree(self.home / "runs" / run, ignore_errors=True)
 
 
 class SqliteSink:
-    """Record sink writing each block of records as one batch of the run in the store."""
+    """Record sink writing each block of records as one batch of the run in the store.
 
-    def __init__(self, store: RunStore, run: str) -> None:
-        self.store, self.run = store, run
+    With a claim `token` (a background worker), the records of a block are held until its
+    weights arrive through `block` (the solver's on_block), and both are written in one
+    transaction: after a crash the store holds a block's records exactly when it holds its weights,
+    so a resumed run records every label once."""
+
+    def __init__(self, store: RunStore, run: str, token: str | None = None) -> None:
+        self.store, self.run, self.token = store, run, token
+        self._held: list[tuple[str, dict[str, np.ndarray]]] = []
 
     def begin(self, meta: dict) -> None:
         """Sets the run's label count, and keeps the problem's sizes as a `begin` record (readers
@@ -215,7 +414,16 @@ class SqliteSink:
             self.store.append_batch(self.run, "begin", sizes)
 
     def write(self, kind: str, columns: dict[str, np.ndarray]) -> None:
-        self.store.append_batch(self.run, kind, {k: np.asarray(v) for k, v in columns.items()})
+        columns = {k: np.asarray(v) for k, v in columns.items()}
+        if self.token is None:
+            self.store.append_batch(self.run, kind, columns)
+        else:
+            self._held.append((kind, columns))
+
+    def block(self, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
+        """A finished block's weights: stored with the records held since the last block."""
+        held, self._held = self._held, []
+        self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token)
 
     def end(self, summary: dict) -> None:
         pass

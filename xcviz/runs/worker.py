@@ -1,15 +1,16 @@
-"""The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN`.
+"""The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN TOKEN`.
 
-It runs at a lower CPU priority than interactive work (`lower_priority`), reads the spec, skips
-the labels whose weights the store already holds (a resumed run), streams records and each
-finished block's weights into the store, stops between blocks when a cancel is requested, and
-writes the model (partial if cancelled) into the run's folder.
+It takes the run only with the token of the claim that started it (of two resumes at once, one
+worker trains), runs at a lower CPU priority than interactive work (`lower_priority`), checks that
+its input files are still inside the run's data folders and unchanged since launch, skips the
+labels whose weights the store already holds (a resumed run), writes each finished block's records
+and weights in one transaction (while it still owns the run), stops between blocks when a cancel is
+requested, and writes the model (partial if cancelled) into the run's folder.
 """
 from __future__ import annotations
 
 import os
 import platform
-import socket
 import sys
 import time
 import traceback
@@ -22,8 +23,9 @@ from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers.blocks import assemble_rows
+from .inputs import check
 from .spec import RunSpec
-from .store import RunStore, SqliteSink
+from .store import RESUMABLE, RunStore, SqliteSink, StoreError
 
 
 def _versions() -> dict:
@@ -35,9 +37,17 @@ def _versions() -> dict:
 
 
 def stored_model(store: RunStore, run: str, n_labels: int, n_features: int, template: SparseModel) -> tuple[SparseModel, int]:
-    """The model assembled from the run's stored blocks, and how many labels it covers."""
+    """The model assembled from the run's stored blocks, and how many labels it covers; a label
+    stored twice (two workers on one run) or out of range is refused, never summed."""
     pieces = store.pieces(run)
     labels = [p[0] for p in pieces]
+    every = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
+    if every.size and (every.min() < 0 or every.max() >= n_labels):
+        raise StoreError(f"run {run}: a stored block holds label {int(every.max())}, beyond the {n_labels} labels")
+    if np.unique(every).size != every.size:
+        twice = np.flatnonzero(np.bincount(every, minlength=n_labels) > 1)
+        raise StoreError(f"run {run}: {twice.size} labels are stored more than once (first: {int(twice[0])}); "
+                         f"the run's stored weights are inconsistent, launch it again")
     weights = assemble_rows(labels, [p[1] for p in pieces], n_labels, n_features)
     bias_weights = np.zeros(n_labels)
     for lab, _, bias in pieces:
@@ -47,24 +57,29 @@ def stored_model(store: RunStore, run: str, n_labels: int, n_features: int, temp
     return model, int(sum(len(x) for x in labels))
 
 
-def execute(store: RunStore, run: str) -> str:
-    """Train `run` to its end (or to a requested cancel); returns the final status."""
+def execute(store: RunStore, run: str, token: str | None = None) -> str:
+    """Train `run` to its end (or to a requested cancel); returns the final status, or "taken"
+    when another process owns the run (its claim is not `token`). Without a token the run is
+    claimed here (a queued or resumable run)."""
+    if token is None:
+        token = store.claim(run, allowed=("queued",) + RESUMABLE)
+    if not store.take(run, token, started=time.time(), ended=None, error=None, versions=_versions()):
+        print(f"run {run} is owned by another process: nothing to do", file=sys.stderr)
+        return "taken"
     row = store.get(run)
-    store.update(run, status="running", pid=os.getpid(), host=socket.gethostname(), started=time.time(),
-                 ended=None, error=None, cancel=0, versions=_versions())
     try:
         spec = RunSpec.from_json(row["spec"], source=f"run {run}")
-        train, test = resolve(spec.dataset, spec.test)
+        train, test = resolve(*check(spec, row["inputs"]))
         solver = get_solver(spec.solver)
         if solver.multiclass:
             return _execute_multiclass(store, run, spec, train, test)
         skip = [p[0] for p in store.pieces(run)]
+        sink = SqliteSink(store, run, token)
         template = solver.fit(
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
-            recorder=SqliteSink(store, run), run=run,
-            progress=lambda done, total: store.update(run, done=done, total=total),
+            recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-            on_block=lambda labels, weights, bias: store.add_piece(run, labels, weights, bias))
+            on_block=sink.block)
         model, done = stored_model(store, run, train.n_labels, train.n_features, template)
         model.save(store.run_dir(run) / "model")
         status = "done" if done == train.n_labels else "cancelled"
@@ -74,8 +89,9 @@ def execute(store: RunStore, run: str) -> str:
         store.update(run, status=status, ended=time.time(), done=done, summary=summary)
         return status
     except Exception as exc:  # the run fails, the store says why; the process exits non-zero
-        store.update(run, status="failed", ended=time.time(), error=f"{type(exc).__name__}: {exc}")
         traceback.print_exc()
+        if store.token(run) == token:  # a run resumed elsewhere is the new owner's to end
+            store.update(run, status="failed", ended=time.time(), error=f"{type(exc).__name__}: {exc}")
         return "failed"
 
 
@@ -112,14 +128,22 @@ def lower_priority() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    home, run = (argv or sys.argv[1:])[:2]
-    store = RunStore(home)
+    home, run, *token = (argv or sys.argv[1:])[:3]
+    try:
+        store = RunStore(home, create=False)  # a store gone under a run is an error, not a new store
+    except StoreError as exc:
+        print(f"xcviz worker: {exc}", file=sys.stderr)
+        return 1
     try:
         lower_priority()
     except ValueError as exc:
         store.update(run, status="failed", ended=time.time(), error=str(exc))
         return 1
-    return 0 if execute(store, run) in ("done", "cancelled") else 1
+    try:
+        return 0 if execute(store, run, token[0] if token else None) in ("done", "cancelled", "taken") else 1
+    except StoreError as exc:
+        print(f"xcviz worker: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

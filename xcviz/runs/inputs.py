@@ -1,0 +1,104 @@
+"""The files a run reads: which they are, whether they lie inside the data folders a run is
+confined to, and fingerprints that tell whether they changed since the run was launched.
+
+A run launched from the dashboard is confined to the server's data folders: every file it reads
+(training file, test file) must resolve, symlinks followed, to a path inside one of them, checked
+at launch and again by the worker each time it starts (launch and resume). Errors name the file as
+given and the problem, never what a link points to or what the file holds.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ..data.registry import BUNDLED, bundled_files
+from .spec import RunSpec
+
+FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)
+_SAMPLE = 2**16
+_SAMPLES = 64
+
+
+class InputError(ValueError):
+    """A run's input that may not be read (outside the data folders) or changed since launch."""
+
+
+def input_files(spec: RunSpec) -> tuple[list[Path], bool]:
+    """The files the run reads, and whether they are the bundled data (which every run may read)."""
+    if spec.dataset in BUNDLED and spec.test is None and not Path(spec.dataset).exists():
+        return bundled_files(spec.dataset), True
+    files = [Path(spec.dataset)] + ([Path(spec.test)] if spec.test is not None else [])
+    return files, False
+
+
+def confined(files: list[Path], folders: list[str | os.PathLike]) -> list[Path]:
+    """The files, each resolved (links followed), if every one lies inside one of `folders`;
+    InputError naming the first that does not."""
+    roots = [Path(f).resolve() for f in folders]
+    out = []
+    for file in files:
+        real = file.resolve()
+        if not any(real.is_relative_to(root) for root in roots):
+            raise InputError(f"{file}: outside the data folders this server was started with")
+        out.append(real)
+    return out
+
+
+def fingerprint(path: Path) -> dict:
+    """Size, modification time and SHA-256 of a file: of all of it up to FULL_HASH_BYTES, else
+    of its first and last 64 KiB and 64 blocks of 64 KiB spread evenly between."""
+    try:
+        st = os.stat(path)
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            if st.st_size <= FULL_HASH_BYTES:
+                for block in iter(lambda: f.read(2**20), b""):
+                    digest.update(block)
+                whole = True
+            else:
+                step = (st.st_size - _SAMPLE) // (_SAMPLES + 1)
+                for k in range(_SAMPLES + 2):
+                    f.seek(min(k * step, st.st_size - _SAMPLE))
+                    digest.update(f.read(_SAMPLE))
+                whole = False
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest.hexdigest(), "whole": whole}
+
+
+def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None) -> dict:
+    """What the store keeps of a run's inputs at launch: the folders it is confined to (None: not
+    confined, a local user's own launch) and each file's fingerprint. Refuses a file outside."""
+    files, is_bundled = input_files(spec)
+    if data_dirs is not None and not is_bundled:
+        confined(files, data_dirs)
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise InputError(f"{missing[0]}: no such file")
+    return {"confined": None if data_dirs is None else [str(Path(d).resolve()) for d in data_dirs],
+            "files": {str(f): fingerprint(f) for f in files}}
+
+
+def check(spec: RunSpec, recorded: dict) -> tuple[str, str | None]:
+    """Before a run reads its inputs (at launch and at every resume): each still inside the
+    folders recorded at launch and unchanged since. Returns what to read, as `registry.resolve`
+    takes it: the bundled name, or the training and test paths (resolved when confined, so that
+    the file checked is the file read). InputError names the file otherwise."""
+    files, is_bundled = input_files(spec)
+    folders = recorded.get("confined")
+    if folders is not None and not is_bundled:
+        files = confined(files, folders)
+    for given, then in (recorded.get("files") or {}).items():
+        now = fingerprint(Path(given)) if Path(given).exists() else None
+        if now is None:
+            raise InputError(f"{given}: the input of this run is gone")
+        same = now["size"] == then["size"] and now["sha256"] == then["sha256"]
+        if not then.get("whole"):
+            same = same and now["mtime_ns"] == then["mtime_ns"]
+        if not same:
+            raise InputError(f"{given}: changed since the run was launched; resuming would mix models "
+                             f"of two data sets (launch a new run instead)")
+    if is_bundled:
+        return spec.dataset, None
+    return str(files[0]), str(files[1]) if len(files) > 1 else None
