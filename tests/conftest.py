@@ -7,3 +7,32 @@ from xcviz.data import load
 @pytest.fixture(scope="session")
 def bibtex():
     return load("bibtex")
+
+
+@pytest.fixture
+def small_xc(tmp_path):
+    """A small synthetic XC problem written as data/small_train.txt and data/small_test.txt (300
+    labels: five blocks of labels for a one-thread run, trained in about a second)."""
+    from xcviz.data.synthetic import generate, split
+    from xcviz.data.textio import write_xc
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    train, test = split(generate(700, 150, 300, avg_labels=3, avg_nnz=20, seed=1), 0.3, seed=1)
+    write_xc(folder / "small_train.txt", train)
+    write_xc(folder / "small_test.txt", test)
+    return folder / "small_train.txt", folder / "small_test.txt"
+
+
+@pytest.fixture
+def xcviz_cli():
+    """Run the `xcviz` command in a fresh process: xcviz_cli(*args, timeout=..., **Popen kwargs)
+    returns the CompletedProcess (text output captured)."""
+    import subprocess
+    import sys
+
+    def run(*args, timeout=300, **kw):
+        return subprocess.run([sys.executable, "-m", "xcviz.cli", *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, **kw)
+
+    return run
