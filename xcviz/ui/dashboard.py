@@ -7,6 +7,7 @@ launch panel, the runs table with its exports, the live band plots and the per-l
 """
 from __future__ import annotations
 
+import html
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import panel as pn
 
 from ..runs.aggregate import eta_seconds
 from ..runs.launcher import launch
-from ..runs.store import RunStore
+from ..runs.store import RunStore, StoreError
 from .datasets import checked_dataset, dataset_choices
 from .export import ExportButtons
 from .figures import locked
@@ -44,6 +45,7 @@ class Dashboard:
         self.launcher = LaunchPanel(dataset_choices(self.data_dirs))
         self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False)
+        self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
         self.export = ExportButtons(self.store, self.runs.ticked)
         self.inspector = LabelInspector()
@@ -60,7 +62,7 @@ class Dashboard:
         """Compare: one background run per selected variant; errors show in the page."""
         try:
             dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
-            self.watched = [launch(spec, self.store) for spec in self.launcher.specs(dataset, test)]
+            self.watched = [launch(spec, self.store, self.data_dirs) for spec in self.launcher.specs(dataset, test)]
             self.launch_message.visible = False
         except ValueError as exc:
             self.launch_message.object = str(exc)
@@ -79,7 +81,13 @@ class Dashboard:
 
     def refresh(self) -> None:
         """Re-read the store (the run list, new records of the shown runs) and update the page."""
-        listed = self.store.list()
+        try:
+            listed = self.store.list()
+        except StoreError as exc:  # a store gone, damaged or locked: say so, keep the page
+            self.store_alert.object = html.escape(f"The run store cannot be read: {exc}")
+            self.store_alert.visible = True
+            return
+        self.store_alert.visible = False
         self._rows = {r["id"]: r for r in listed}
         if not self._opened:  # a page opened while runs train (a reconnect, a restarted server) shows them
             self._opened = True
@@ -122,7 +130,7 @@ class Dashboard:
         sidebar = pn.Column(pn.pane.Markdown("# xcviz"), self.launcher.panel(), self.launch_message, width=300)
         tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
                        ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width", dynamic=True)
-        main = pn.Column(pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
+        main = pn.Column(self.store_alert, pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
                          self.status, tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
         self.refresh()

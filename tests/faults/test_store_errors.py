@@ -1,0 +1,100 @@
+"""A missing, damaged, vanished or read-only run store: one clear line from the CLI (exit 2), an
+alert in the page, never a traceback, never a new empty store made under a running run, and a
+read-only store still listed."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bokeh.document import Document
+
+from xcviz.runs.launcher import launch
+from xcviz.runs.spec import RunSpec
+from xcviz.runs.store import RunStore
+from xcviz.ui.dashboard import Dashboard
+
+
+def _one_line(result, *phrases):
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("xcviz: error: ")
+    for phrase in phrases:
+        assert phrase in line, line
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_store_gives_one_line(tmp_path, xcviz_cli, damage):
+    home = tmp_path / "home"
+    store = RunStore(home)
+    run = store.create(json.dumps({"dataset": "bibtex"}), "r")
+    store.update(run, status="done")
+    data = store.path.read_bytes()
+    store.path.write_bytes(b"this is not a database" * 100 if damage == "garbage" else data[:1000])
+    for command in (["runs"], ["wait", run], ["resume", run], ["cancel", run]):
+        _one_line(xcviz_cli(*command, "--home", home), str(store.path))
+
+
+def test_a_missing_store_is_reported_not_created(tmp_path, xcviz_cli):
+    home = tmp_path / "nowhere"
+    for command in (["runs"], ["wait", "r1"], ["resume", "r1"], ["cancel", "r1"]):
+        _one_line(xcviz_cli(*command, "--home", home), "no run store")
+    assert not home.exists()
+
+
+def test_a_store_deleted_under_a_running_run_is_not_recreated(tmp_path):
+    home = tmp_path / "home"
+    store = RunStore(home)
+    run = launch(RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="orphaned"), store)
+    while not store.pieces(run):
+        assert store.get(run)["status"] in ("queued", "running")
+        time.sleep(0.05)
+    pid = store.get(run)["pid"]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+    deadline = time.monotonic() + 120
+    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split(") ")[-1][0] != "Z":
+        assert time.monotonic() < deadline, "the worker did not stop without its store"
+        time.sleep(0.1)
+    assert not store.path.exists()  # no empty store silently made where the run was
+    assert "run store" in (home / "runs" / run / "log.txt").read_text()
+
+
+def _without_root_powers(*args):
+    """`xcviz ARGS` in a process that permission bits bind: as root, without the capabilities that
+    override them (root writes through any mode bits otherwise)."""
+    command = [sys.executable, "-m", "xcviz.cli", *map(str, args)]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--",
+                   *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_a_read_only_store_can_be_listed(tmp_path):
+    home = tmp_path / "home"
+    store = RunStore(home)
+    run = store.create(json.dumps({"dataset": "bibtex"}), "listed")
+    store.update(run, status="done", summary={"p@1": 63.5})
+    os.chmod(home, 0o555)
+    os.chmod(store.path, 0o444)
+    try:
+        result = _without_root_powers("runs", "--home", home, "--json")
+        assert result.returncode == 0, result.stderr[-2000:]
+        (row,) = json.loads(result.stdout)
+        assert row["name"] == "listed" and row["status"] == "done" and row["p@1"] == 63.5
+        _one_line(_without_root_powers("cancel", run, "--home", home), "read-only")
+    finally:
+        os.chmod(home, 0o755)
+
+
+def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
+    store = RunStore(tmp_path / "home")
+    store.create(json.dumps({"dataset": "bibtex"}), "shown")
+    dashboard = Dashboard(store)
+    dashboard.view().get_root(Document())
+    assert not dashboard.store_alert.visible
+    store.path.write_bytes(b"not a database" * 100)
+    dashboard.refresh()  # the periodic refresh: no exception, an alert
+    assert dashboard.store_alert.visible and str(store.path) in dashboard.store_alert.object
