@@ -1,0 +1,34 @@
+"""A real `xcviz serve` process on a free port, for the security tests."""
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.ui.conftest import free_port, server_errors
+
+__all__ = ["free_port", "serve", "server_errors"]
+
+
+@contextmanager
+def serve(args: list[str], log_path: Path, env: dict[str, str] | None = None):
+    """Run `xcviz serve ARGS --port P`; yields (process, port) once the port answers, stops it after.
+    The server's output goes to `log_path` (a pipe nobody reads would block it once full)."""
+    port = free_port()
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port), *args],
+                                env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
+        yield proc, port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
