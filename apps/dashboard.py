@@ -1,11 +1,28 @@
-"""The xcviz dashboard, for `panel serve apps/dashboard.py` (or `make dashboard`)."""
+"""The xcviz dashboard app.
+
+`python apps/dashboard.py [options of xcviz serve]` serves it as `xcviz serve` does (the checked
+entry point: Host names checked on every route, login secrets kept out of process arguments).
+Under a bare `panel serve apps/dashboard.py`, which checks no Host, a page opened through a host
+name other than a loopback one (or one of XCVIZ_ALLOW_HOSTS) gets a refusal instead of the
+dashboard; prefer `xcviz serve`, which refuses such requests with 403 before any app code runs.
+"""
 import os
+import sys
 
-import panel as pn
+if __name__ == "__main__":
+    from xcviz.cli import main
 
-from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
+    sys.exit(main(["serve", *sys.argv[1:]]))
+
+import panel as pn  # noqa: E402
+
+from xcviz.runs.store import RunStore  # noqa: E402
+from xcviz.server import session_host_allowed  # noqa: E402
+from xcviz.ui.dashboard import Dashboard  # noqa: E402
 
 pn.extension("tabulator")
-data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
-Dashboard(RunStore(), data_dirs=data_dirs).view().servable()
+if session_host_allowed():
+    data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
+    Dashboard(RunStore(), data_dirs=data_dirs).view().servable()
+else:
+    pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

@@ -13,18 +13,19 @@ __all__ = ["free_port", "serve", "server_errors"]
 
 
 @contextmanager
-def serve(args: list[str], log_path: Path, env: dict[str, str] | None = None):
-    """Run `xcviz serve ARGS --port P`; yields (process, port) once the port answers, stops it after.
+def serve(args: list[str], log_path: Path, env: dict[str, str] | None = None, address: str = "127.0.0.1"):
+    """Run `xcviz serve ARGS --address ADDRESS --port P`; yields (process, port) once the port answers, stops it after.
     The server's output goes to `log_path` (a pipe nobody reads would block it once full)."""
     port = free_port()
     with log_path.open("ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port), *args],
+        proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port),
+                                 "--address", address, *args],
                                 env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
+                if s.connect_ex((address, port)) == 0:
                     break
             time.sleep(0.2)
         assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
