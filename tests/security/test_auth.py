@@ -137,3 +137,25 @@ def test_secret_files_others_can_read_and_passwords_as_arguments_are_refused(tmp
     assert "--cookie-secret" not in subprocess.run([sys.executable, "-m", "xcviz.cli", "serve", "--help"],
                                                    capture_output=True, text=True).stdout.replace(
         "--cookie-secret-file", "")
+
+
+def test_login_limiter_locks_a_client_out_for_a_while():
+    from xcviz.server import LoginLimiter
+
+    now = [0.0]
+    limiter = LoginLimiter(max_failures=3, lockout=60, clock=lambda: now[0])
+    for t in (0, 10, 20):
+        now[0] = t
+        assert limiter.wait("a") == 0
+        limiter.record("a", False)
+    assert limiter.wait("a") == 60 and limiter.wait("b") == 0  # 60 s after the last failure; others unaffected
+    now[0] = 79
+    assert limiter.wait("a") == 1
+    now[0] = 80
+    assert limiter.wait("a") == 0
+    limiter.record("a", False)  # failures 10, 20, 80 span more than the lockout: no lock
+    assert limiter.wait("a") == 0
+    limiter.record("a", False)
+    limiter.record("a", True)  # a success clears the count
+    limiter.record("a", False)
+    assert limiter.wait("a") == 0
