@@ -9,7 +9,17 @@ from pathlib import Path
 
 from tests.ui.conftest import free_port, server_errors
 
-__all__ = ["free_port", "serve", "server_errors"]
+__all__ = ["free_port", "serve", "server_errors", "wait_for_port"]
+
+
+def wait_for_port(proc: subprocess.Popen, address: str, port: int, timeout: float = 60) -> None:
+    """Return once the server `proc` accepts connections on the port (or has ended, or timed out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        with socket.socket() as s:
+            if s.connect_ex((address, port)) == 0:
+                return
+        time.sleep(0.2)
 
 
 @contextmanager
@@ -22,12 +32,7 @@ def serve(args: list[str], log_path: Path, env: dict[str, str] | None = None, ad
                                  "--address", address, *args],
                                 env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            with socket.socket() as s:
-                if s.connect_ex((address, port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(proc, address, port)
         assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
         yield proc, port
     finally:

@@ -4,10 +4,8 @@ import asyncio
 import http.client
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 
 import pytest
@@ -15,7 +13,7 @@ from playwright.sync_api import sync_playwright
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from tests.security.conftest import free_port, serve, server_errors
+from tests.security.conftest import free_port, serve, server_errors, wait_for_port
 from tests.ui.browser import ARGS, ARTIFACTS, CHROMIUM, page_text
 from tests.ui.conftest import APP
 
@@ -117,12 +115,7 @@ def test_bare_panel_serve_of_the_app_refuses_foreign_hosts(tmp_path):
                                  "--allow-websocket-origin", f"localhost:{port}"],
                                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "XCVIZ_HOME": str(tmp_path)})
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.3)
+        wait_for_port(proc, "127.0.0.1", port)
         with _rebinding_browser() as page:
             assert _shows_dashboard(page, f"http://localhost:{port}/dashboard")
             assert not _shows_dashboard(page, f"http://attacker.example:{port}/dashboard")
