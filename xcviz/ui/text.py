@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 import re
 
-# ASCII punctuation that Markdown (CommonMark, with Panel's math and table extensions) gives a meaning
-# to; a backslash before any of it makes it a literal character. `&`, `<`, `>` and quotes are handled
-# by HTML escaping instead: a backslash does not disable an entity or raw HTML in every renderer.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$:])")
+# Characters that start Markdown inline syntax (emphasis, code, links, images, tables, footnotes,
+# task boxes, strikethrough, math) anywhere in a line; a backslash makes each a literal character.
+# `&`, `<`, `>` and quotes are HTML-escaped instead (a backslash does not disable raw HTML).
+_INLINE = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
+# What starts a block only at the start of a line (a list, a heading underline, a numbered list).
+_BLOCK = re.compile(r"^([-=])|^(\d+)([.)])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -24,6 +26,8 @@ def html_text(value: object) -> str:
 
 
 def markdown_text(value: object) -> str:
-    """`value` as Markdown text: no HTML, no link, no emphasis or heading; control characters
-    (newlines included, which could start a Markdown block) become spaces."""
-    return html_text(_MARKDOWN.sub(r"\\\1", _CONTROL.sub(" ", str(value))))
+    """`value` as Markdown text: no HTML, no link, no emphasis, list or heading. Control characters
+    (newlines included, which could start a block) become spaces; spaces at either end are dropped
+    (four at the start would make a code block)."""
+    text = _INLINE.sub(r"\\\1", _CONTROL.sub(" ", str(value)).strip())
+    return html_text(_BLOCK.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", text))
