@@ -1,5 +1,7 @@
 """A real `xcviz serve` process on a free port, for the security tests."""
+import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -7,9 +9,32 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
 from tests.ui.conftest import free_port, server_errors
 
-__all__ = ["free_port", "serve", "server_errors", "wait_for_port"]
+__all__ = ["free_port", "open_websocket", "serve", "server_errors", "session_token", "wait_for_port"]
+
+
+def session_token(page: str) -> str:
+    """The Bokeh session token a served page's HTML carries (its websocket presents it)."""
+    return re.search(r'"token"\s*:\s*"([^"]+)"', page).group(1)
+
+
+def open_websocket(port: int, token: str, headers: dict[str, str]) -> str:
+    """Open /dashboard/ws on 127.0.0.1 with these headers (Host, Origin, Cookie): 'ACK' if the
+    server accepted it and acknowledged, else 'refused N' (N: the HTTP status of the refusal)."""
+    async def go() -> str:
+        request = HTTPRequest(f"ws://127.0.0.1:{port}/dashboard/ws", headers=headers, follow_redirects=False)
+        try:
+            connection = await websocket_connect(request, subprotocols=["bokeh", token])
+        except HTTPClientError as exc:
+            return f"refused {exc.code}"
+        message = await asyncio.wait_for(connection.read_message(), 30)
+        connection.close()
+        return "ACK" if "ACK" in str(message) else str(message)
+    return asyncio.run(go())
 
 
 def wait_for_port(proc: subprocess.Popen, address: str, port: int, timeout: float = 60) -> None:

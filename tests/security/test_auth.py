@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tornado.web import create_signed_value
 
-from tests.security.conftest import serve, server_errors
+from tests.security.conftest import open_websocket, serve, server_errors, session_token
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from xcviz.server import MAX_FAILURES
 
@@ -26,7 +26,7 @@ def _request(port: int, method: str, path: str, cookie: str = "", form: dict | N
         headers["Content-Type"] = "application/x-www-form-urlencoded"
     connection.request(method, path, body=body, headers=headers)
     response = connection.getresponse()
-    response.read()
+    response.read_body = response.read().decode(errors="replace")
     return response
 
 
@@ -74,6 +74,10 @@ def test_password_from_the_environment_and_a_random_cookie_secret(tmp_path):
         status, location, cookie = _login(port, password)
         assert status == 302 and "error" not in location and cookie
         assert _opens_dashboard(port, cookie)
+        token = session_token(_request(port, "GET", "/dashboard", cookie=cookie).read_body)
+        origin = {"Origin": f"http://127.0.0.1:{port}"}
+        assert open_websocket(port, token, {**origin, "Cookie": cookie}) == "ACK"
+        assert open_websocket(port, token, origin).startswith("refused")  # the websocket needs the login too
         for secret in (old_secret, "", "secret", password):  # cookies signed with guessable or old secrets
             forged = create_signed_value(secret, "user", "someone").decode()
             assert not _opens_dashboard(port, f"user={forged}"), secret

@@ -1,19 +1,15 @@
 """DNS rebinding: a real `xcviz serve` answers only the Host names it was started for, on the page
 and on the /ws websocket; the websocket's Origin must be one of them too."""
-import asyncio
 import http.client
 import os
-import re
 import subprocess
 import sys
 from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import sync_playwright
-from tornado.httpclient import HTTPClientError, HTTPRequest
-from tornado.websocket import websocket_connect
 
-from tests.security.conftest import free_port, serve, server_errors, wait_for_port
+from tests.security.conftest import free_port, open_websocket, serve, server_errors, session_token, wait_for_port
 from tests.ui.browser import ARGS, ARTIFACTS, CHROMIUM, page_text
 from tests.ui.conftest import APP
 
@@ -27,25 +23,6 @@ def _get(port: int, host: str, path: str = "/dashboard") -> tuple[int, str]:
     return response.status, response.read().decode(errors="replace")
 
 
-def _websocket(port: int, host: str, origin: str, token: str) -> str:
-    """Open /dashboard/ws as a browser on `origin` would, through the name `host`; returns the
-    server's first message, or 'refused N' if the upgrade was refused with status N."""
-    async def go() -> str:
-        request = HTTPRequest(f"ws://127.0.0.1:{port}/dashboard/ws", headers={"Host": host, "Origin": origin})
-        try:
-            connection = await websocket_connect(request, subprotocols=["bokeh", token])
-        except HTTPClientError as exc:
-            return f"refused {exc.code}"
-        message = await asyncio.wait_for(connection.read_message(), 30)
-        connection.close()
-        return str(message)
-    return asyncio.run(go())
-
-
-def _token(page: str) -> str:
-    return re.search(r'"token"\s*:\s*"([^"]+)"', page).group(1)
-
-
 def test_only_the_server_own_host_names_are_served(tmp_path):
     log = tmp_path / "server.log"
     with serve(["--home", str(tmp_path / "home"), "--allow-host", "xcviz.example"], log) as (_proc, port):
@@ -53,18 +30,20 @@ def test_only_the_server_own_host_names_are_served(tmp_path):
         for name in ("localhost", "127.0.0.1", "xcviz.example", "LOCALHOST"):
             status, page = _get(port, f"{name}:{port}")
             assert status == 200, (name, status)
-            tokens[name] = _token(page)
-            assert "ACK" in _websocket(port, f"{name}:{port}", f"http://{name}:{port}", tokens[name]), name
+            tokens[name] = session_token(page)
+            headers = {"Host": f"{name}:{port}", "Origin": f"http://{name}:{port}"}
+            assert open_websocket(port, tokens[name], headers) == "ACK", name
         for name in FOREIGN:  # a rebinding page's own name, and look-alikes
             host = f"{name}:{port}" if name else ""
             status, body = _get(port, host)
             assert status == 403 and "Host" in body, (host, status)
             assert _get(port, host, "/")[0] == 403 and _get(port, host, "/static/js/bokeh.min.js")[0] == 403
             # even with a session token obtained elsewhere, the websocket is refused
-            assert _websocket(port, host, f"http://{host}", tokens["localhost"]) == "refused 403", host
+            headers = {"Host": host, "Origin": f"http://{host}"}
+            assert open_websocket(port, tokens["localhost"], headers) == "refused 403", host
         # an allowed Host but a page of another origin: Bokeh's Origin allow-list holds the same names
-        assert _websocket(port, f"localhost:{port}", "http://attacker.example", tokens["localhost"]).startswith(
-            "refused")
+        headers = {"Host": f"localhost:{port}", "Origin": "http://attacker.example"}
+        assert open_websocket(port, tokens["localhost"], headers).startswith("refused")
     assert server_errors(log) == []
 
 
