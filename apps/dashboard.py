@@ -16,13 +16,10 @@ if __name__ == "__main__":
 
 import panel as pn  # noqa: E402
 
-from xcviz.runs.store import RunStore  # noqa: E402
-from xcviz.server import session_host_allowed  # noqa: E402
-from xcviz.ui.dashboard import Dashboard  # noqa: E402
+from xcviz.server import dashboard_page, session_host_allowed  # noqa: E402
 
-pn.extension("tabulator")
 if session_host_allowed():
     data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
-    Dashboard(RunStore(), data_dirs=data_dirs).view().servable()
+    dashboard_page(None, data_dirs)().servable()
 else:
     pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

@@ -205,7 +205,8 @@ def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
 
 
 def dashboard_page(home: str | None, data_dirs: list[str]):
-    """The function Panel calls for each page opened: a new dashboard over the run store."""
+    """The function that builds each page opened: a new dashboard over the run store (home: None
+    for $XCVIZ_HOME or ./xcviz-runs). `xcviz serve` and apps/dashboard.py both build pages with it."""
     def page():
         import panel as pn
 
