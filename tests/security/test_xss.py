@@ -13,6 +13,7 @@ import time
 
 from tests.security.conftest import serve, server_errors
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
+from xcviz.report import build_report
 from xcviz.runs.store import RunStore
 
 TRAIN = '<img src=x onerror="window.__xss=1">'  # a data file name prefix: the page names its runs after it
@@ -125,3 +126,8 @@ def test_hostile_names_show_as_text_and_run_no_script(tmp_path):
         problems.extend([("end", "hostile elements in the page")] if _hostile_nodes(page) else [])
     assert problems == [], "\n".join(f"{step}: {what}" for step, what in problems)
     assert server_errors(log) == []
+    # the standalone report (the page's Export report) of the same runs escapes them too
+    report = build_report(RunStore(home), [run["id"] for run in RunStore(home).list()])
+    assert "window.__xss=3" in report  # the run is in it, its name escaped
+    for raw in ("<img src=x", "<svg onload", "<script>window", "<b>bold"):
+        assert raw not in report, raw
