@@ -23,7 +23,7 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 dashboard: $(STAMP)
-	$(VENV)/bin/panel serve apps/dashboard.py --address 127.0.0.1 --port 5006
+	$(VENV)/bin/xcviz serve --address 127.0.0.1 --port 5006
 
 demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2

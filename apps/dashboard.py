@@ -1,15 +1,25 @@
-"""The xcviz dashboard, for `panel serve apps/dashboard.py` (or `make dashboard`)."""
-import html
+"""The xcviz dashboard app.
+
+`python apps/dashboard.py [options of xcviz serve]` serves it as `xcviz serve` does (the checked
+entry point: Host names checked on every route, login secrets kept out of process arguments).
+Under a bare `panel serve apps/dashboard.py`, which checks no Host, a page opened through a host
+name other than a loopback one (or one of XCVIZ_ALLOW_HOSTS) gets a refusal instead of the
+dashboard; prefer `xcviz serve`, which refuses such requests with 403 before any app code runs.
+"""
 import os
+import sys
 
-import panel as pn
+if __name__ == "__main__":
+    from xcviz.cli import main
 
-from xcviz.runs.store import RunStore, StoreError
-from xcviz.ui.dashboard import Dashboard
+    sys.exit(main(["serve", *sys.argv[1:]]))
 
-pn.extension("tabulator")
-data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
-try:
-    Dashboard(RunStore(), data_dirs=data_dirs).view().servable()
-except StoreError as exc:  # an unusable store: an alert, not a blank page
-    pn.pane.Alert(html.escape(f"The run store cannot be opened: {exc}"), alert_type="danger").servable()
+import panel as pn  # noqa: E402
+
+from xcviz.server import dashboard_page, session_host_allowed  # noqa: E402
+
+if session_host_allowed():
+    data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
+    dashboard_page(None, data_dirs)().servable()
+else:
+    pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

@@ -259,23 +259,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import os
+    from .server import serve
 
-    app = Path(__file__).resolve().parents[1] / "apps" / "dashboard.py"
-    if not app.exists():
-        raise OSError(f"{app}: the dashboard app is missing (serve works from a source checkout)")
     for folder in args.data_dir:
         if not Path(folder).is_dir():
             raise ValueError(f"--data-dir {folder}: no such folder")
-    command = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address, "--port", str(args.port),
-               "--allow-websocket-origin", f"{args.address}:{args.port}"]
-    if args.basic_auth:
-        command += ["--basic-auth", args.basic_auth, "--cookie-secret", args.cookie_secret or os.urandom(16).hex()]
-    env = {**os.environ, "XCVIZ_DATA_DIRS": os.pathsep.join(str(Path(d).resolve()) for d in args.data_dir)}
-    if args.home:
-        env["XCVIZ_HOME"] = args.home
-    # replace this process, so that stopping `xcviz serve` (Ctrl-C, SIGTERM) stops the server itself
-    os.execve(sys.executable, command, env)
+    serve(address=args.address, port=args.port, home=args.home, data_dirs=args.data_dir, allow_hosts=args.allow_host,
+          basic_auth=args.basic_auth, cookie_secret_file=args.cookie_secret_file)
+    return 0
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
@@ -352,13 +343,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="report.html", help="the HTML file (default report.html)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("serve", parents=[home], help="serve the dashboard (panel serve apps/dashboard.py)")
+    p = sub.add_parser("serve", parents=[home], help="serve the dashboard at http://ADDRESS:PORT/dashboard")
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--data-dir", action="append", default=[], metavar="DIR",
                    help="a folder whose *_train.txt* files the dashboard offers (repeatable)")
-    p.add_argument("--basic-auth", help="passed to panel serve: a password, or a JSON file of user: password")
-    p.add_argument("--cookie-secret", help="passed to panel serve with --basic-auth (default: random)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another Host name the page may be reached by, besides loopback names and --address "
+                        "(repeatable); requests naming any other host get 403")
+    p.add_argument("--basic-auth", metavar="FILE",
+                   help="require a login: FILE (yours alone, chmod 600) holds the password, or a JSON object of "
+                        "user: password; or set XCVIZ_PASSWORD. Never a password here: arguments are public")
+    p.add_argument("--cookie-secret-file", metavar="FILE",
+                   help="with a login: FILE (chmod 600) holds the secret that signs login cookies; or set "
+                        "XCVIZ_COOKIE_SECRET (default: random for each server, so restarting logs everyone out)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")

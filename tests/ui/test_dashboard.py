@@ -73,12 +73,13 @@ def test_cancel_a_ticked_run_from_the_page(server):
 
 
 def test_serve_command_binds_and_passes_basic_auth(tmp_path):
+    import os
     import urllib.error
     import urllib.request
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "serve", "--port", str(port), "--home",
-                             str(tmp_path / "home"), "--basic-auth", "s3cret-pass"],
+                             str(tmp_path / "home")], env={**os.environ, "XCVIZ_PASSWORD": "s3cret-pass"},
                             stdout=(tmp_path / "log").open("wb"), stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60

@@ -24,10 +24,11 @@ from .launch import LaunchPanel
 from .records import PlotRun
 from .run_view import RunView
 from .runs_table import RunsTable
+from .text import markdown_text
 
 
 def _progress_text(name: str, row: dict) -> str:
-    text = f"**{name}** {row['status']} {row['done']}/{row['total']} labels"
+    text = f"**{markdown_text(name)}** {row['status']} {row['done']}/{row['total']} labels"
     eta = eta_seconds(time.time() - row["started"], row["done"], row["total"]) if row["started"] else None
     return text + (f", ETA {eta:.0f} s" if row["status"] == "running" and eta is not None else "")
 
@@ -65,7 +66,7 @@ class Dashboard:
             self.watched = [launch(spec, self.store, self.data_dirs) for spec in self.launcher.specs(dataset, test)]
             self.launch_message.visible = False
         except ValueError as exc:
-            self.launch_message.object = str(exc)
+            self.launch_message.object = markdown_text(exc)
             self.launch_message.visible = True
         self.refresh()
 

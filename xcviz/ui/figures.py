@@ -15,6 +15,8 @@ import panel as pn
 from bokeh.models import BasicTickFormatter, CustomJSTickFormatter, DataRange1d
 from bokeh.plotting import figure
 
+from .text import html_text
+
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 # tick labels of a log10 axis: the value 10**tick, short
 _LOG_TICKS = """
@@ -68,8 +70,8 @@ def scaled(values: np.ndarray, log: bool) -> np.ndarray:
 
 
 def swatches(runs: dict[str, tuple[str, str]]) -> str:
-    """HTML key of run colours: run id -> (name, colour)."""
+    """HTML key of run colours: run id -> (name, colour); names escaped."""
     items = "".join(f'<span style="margin-right:14px;white-space:nowrap"><span style="display:inline-block;'
                     f'width:12px;height:12px;background:{color};margin-right:4px;vertical-align:middle"></span>'
-                    f"{name}</span>" for name, color in runs.values())
+                    f"{html_text(name)}</span>" for name, color in runs.values())
     return f'<div style="font-size:13px">{items}</div>'

@@ -15,6 +15,7 @@ from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
 from .figures import locked, new_figure, scaled, set_log
 from .records import PlotRun
+from .text import markdown_text
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
 SLOWEST = 10
@@ -155,10 +156,10 @@ class LabelInspector:
         labels = plot_run.records.labels
         row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]
         if not len(steps):
-            self.info.object = f"Label {self.label.value} of {plot_run.name} has not been trained yet."
+            self.info.object = f"Label {self.label.value} of {markdown_text(plot_run.name)} has not been trained yet."
         else:
             summary = ", ".join(f"{c} {row.iloc[0][c]:.4g}" for c in LABEL_COLUMNS[1:] if c in row) if len(row) else ""
-            self.info.object = (f"**{plot_run.name}**, label {self.label.value}: {len(steps)} iterations recorded. "
+            self.info.object = (f"**{markdown_text(plot_run.name)}**, label {self.label.value}: {len(steps)} iterations recorded. "
                                 f"{summary}")
 
     def panel(self) -> pn.Column:

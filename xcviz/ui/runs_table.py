@@ -22,6 +22,7 @@ from ..runs.launcher import resume
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
 from .figures import locked
+from .text import html_text, markdown_text
 
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1")
 ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi-class test data)
@@ -99,7 +100,8 @@ class RunsTable:
         """New store rows (a refresh): update filter choices and the table if anything changed."""
         self._full = runs_frame(rows)
         for column, widget in self.filters.items():
-            options = sorted(set(self._full[column]) - {""})
+            # label -> value: the browser's choice list renders labels as HTML (Choices.js)
+            options = {html_text(v): v for v in sorted(set(self._full[column]) - {""})}
             if options != widget.options:
                 widget.options = options
         self._show()
@@ -137,15 +139,15 @@ class RunsTable:
     def _show_errors(self) -> None:
         """The errors of the ticked runs that failed, above the table."""
         failed = self._full[self._full["id"].isin(self.ticked()) & (self._full["status"] == "failed")]
-        text = "\n\n".join(f"**{r.name} failed**: {r.error}" for r in failed.itertuples())
+        text = "\n\n".join(f"**{markdown_text(r.name)} failed**: {markdown_text(r.error)}" for r in failed.itertuples())
         if text != self.failures.object:
             self.failures.object = text
             self.failures.visible = bool(text)
 
     def say(self, text: str, kind: str = "danger") -> None:
-        """Show (or with "" hide) a message above the table."""
+        """Show (or with "" hide) a message above the table (plain text: it may quote run names)."""
         self.message.alert_type = kind
-        self.message.object = text
+        self.message.object = markdown_text(text)
         self.message.visible = bool(text)
 
     def _act(self, action: Callable[[str], None]) -> None:

@@ -1,0 +1,267 @@
+"""Serving the dashboard: the one checked entry point behind `xcviz serve`, `make dashboard` and
+`python apps/dashboard.py`.
+
+What it adds to Panel's server:
+- Host checking against DNS rebinding: a page of another site that makes its own name resolve to
+  127.0.0.1 reaches the server with its own name in the Host header. Only the names the server was
+  started for (loopback names, the bound address, `--allow-host` names) are served; any other Host
+  gets 403 on every route, the /ws websocket included, and the websocket Origin allow-list holds the
+  same names.
+- Login secrets that never appear in process arguments (other local users can read those): the
+  password comes from XCVIZ_PASSWORD or a file readable only by its owner, the cookie secret from
+  XCVIZ_COOKIE_SECRET, such a file, or is drawn at random for each server (cookies of an older
+  server, or forged with a guessed secret, are refused). Both are removed from the environment once
+  read, so the background runs the page starts never inherit them.
+- Login attempts limited per client: after `MAX_FAILURES` wrong passwords within `LOCKOUT` seconds,
+  that client's logins are refused with 429 until `LOCKOUT` seconds after the last failure.
+The login itself is Panel's basic-auth provider (its login page, signed `user` cookie, logout).
+"""
+from __future__ import annotations
+
+import hmac
+import html
+import json
+import os
+import secrets
+import stat
+import time
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Callable
+
+from tornado.httputil import HTTPServerRequest
+from tornado.routing import Matcher, Rule
+from tornado.web import Application, RequestHandler
+
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+SECRET_VARIABLES = ("XCVIZ_PASSWORD", "XCVIZ_COOKIE_SECRET", "PANEL_COOKIE_SECRET", "BOKEH_COOKIE_SECRET")
+MIN_SECRET = 16  # characters of a given cookie secret: shorter ones can be guessed
+MAX_FAILURES = 5
+LOCKOUT = 60.0  # seconds
+
+
+class ServeError(ValueError):
+    """A server setting that cannot be used, naming it and what is wrong."""
+
+
+def host_name(host: str) -> str:
+    """The name part of a Host header or an address, lower case: 'EX.org:80' -> 'ex.org',
+    '[::1]:5006' -> '::1'."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") > 1:  # a bare IPv6 address
+        return host
+    return host.partition(":")[0].rstrip(".")
+
+
+def allowed_names(address: str, extra: list[str] = ()) -> list[str]:
+    """The Host names a server bound to `address` answers: loopback names, the address itself
+    (unless it is a wildcard) and the extra names given."""
+    names = list(LOOPBACK)
+    for name in [address, *extra]:
+        name = host_name(name)
+        if name and name not in ("0.0.0.0", "::") and name not in names:
+            names.append(name)
+    return names
+
+
+def origins(names: list[str], port: int) -> list[str]:
+    """The websocket Origin allow-list (host:port) for these names. Bokeh's list cannot hold an IPv6
+    address: a page opened as http://[::1]:PORT gets its HTTP answers but no websocket."""
+    return [f"{n}:{port}" for n in names if ":" not in n]
+
+
+class _ForeignHost(Matcher):
+    """Matches every request whose Host header names none of the allowed names."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = frozenset(names)
+
+    def match(self, request: HTTPServerRequest) -> dict | None:
+        return None if host_name(request.headers.get("Host", "")) in self.names else {}
+
+
+class _Refused(RequestHandler):
+    """403 for any method, before any other handler (or the websocket upgrade) runs."""
+
+    def prepare(self) -> None:
+        self.set_status(403)
+        self.finish("403: this server does not answer to that Host name (see xcviz serve --allow-host)\n")
+
+
+def guard_hosts(app: Application, names: list[str]) -> None:
+    """Route every request of `app` whose Host is not one of `names` to a 403, ahead of its routes."""
+    app.default_router.rules.insert(0, Rule(_ForeignHost(names), _Refused))
+
+
+def _private_file(path: str | Path, what: str) -> str:
+    """The text of a secret file, refused unless it is a regular file of this user that no one
+    else may read (its contents are never quoted in an error)."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise ServeError(f"{what} {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ServeError(f"{what} {path}: not a regular file")
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ServeError(f"{what} {path}: readable by other users (mode {stat.filemode(info.st_mode)}); "
+                         f"make it yours alone: chmod 600 {path}")
+    return path.read_text(encoding="utf-8-sig").strip()
+
+
+def password_from(environ: dict[str, str], path: str | None) -> str | dict[str, str] | None:
+    """The login: XCVIZ_PASSWORD, else the file at `path` (a password on its first line, or a JSON
+    object of user: password), else None (no login)."""
+    if environ.get("XCVIZ_PASSWORD"):
+        return environ["XCVIZ_PASSWORD"]
+    if path is None:
+        return None
+    if not Path(path).exists():  # most likely a password typed in its place: do not repeat it
+        raise ServeError("--basic-auth takes a file holding the password (or set XCVIZ_PASSWORD), never the "
+                         "password itself; no such file")
+    text = _private_file(path, "--basic-auth")
+    if text.startswith("{"):
+        try:
+            users = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ServeError(f"--basic-auth {path}: not a valid JSON object (line {exc.lineno})") from None
+        if not users or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in users.items()):
+            raise ServeError(f"--basic-auth {path}: the JSON object must map user names to non-empty passwords")
+        return users
+    password = text.splitlines()[0] if text else ""
+    if not password:
+        raise ServeError(f"--basic-auth {path}: the file is empty")
+    return password
+
+
+def cookie_secret_from(environ: dict[str, str], path: str | None) -> str:
+    """XCVIZ_COOKIE_SECRET (or Panel's and Bokeh's variables), else the file at `path`, else a new
+    random secret: cookies signed by another server are then refused."""
+    given = next((environ[v] for v in SECRET_VARIABLES[1:] if environ.get(v)), None)
+    if given is None and path is not None:
+        given = _private_file(path, "--cookie-secret-file")
+    if given is None:
+        return secrets.token_urlsafe(32)
+    if len(given) < MIN_SECRET:
+        raise ServeError(f"the cookie secret has {len(given)} characters; use at least {MIN_SECRET} random ones")
+    return given
+
+
+class LoginLimiter:
+    """Failed logins per client: a client with `max_failures` failures within `lockout` seconds is
+    refused until `lockout` seconds after its last failure; a successful login clears its count."""
+
+    def __init__(self, max_failures: int = MAX_FAILURES, lockout: float = LOCKOUT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_failures, self.lockout, self.clock = max_failures, lockout, clock
+        self.failures: dict[str, deque] = defaultdict(lambda: deque(maxlen=max_failures))
+
+    def wait(self, client: str) -> float:
+        """Seconds until this client may try again (0: now)."""
+        times = self.failures.get(client)
+        if not times or len(times) < self.max_failures or times[-1] - times[0] > self.lockout:
+            return 0.0
+        return max(0.0, times[-1] + self.lockout - self.clock())
+
+    def record(self, client: str, success: bool) -> None:
+        if success:
+            self.failures.pop(client, None)
+        else:
+            self.failures[client].append(self.clock())
+
+
+def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
+    """Panel's basic-auth provider, with a login handler that compares in constant time and
+    refuses a client over the limit of failed logins."""
+    from panel.auth import BasicAuthProvider, BasicLoginHandler
+
+    def matches(user: str, password: str) -> bool:
+        expected = credentials.get(user) if isinstance(credentials, dict) else credentials
+        return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+    class LimitedLogin(BasicLoginHandler):
+        def post(self) -> None:
+            wait = limiter.wait(self.request.remote_ip)
+            if wait > 0:
+                self.set_status(429)
+                self.set_header("Retry-After", str(int(wait) + 1))
+                self.finish(f"429: too many failed logins from this address; try again in {int(wait) + 1} s\n")
+                return
+            super().post()
+
+        def _validate(self, username: str, password: str) -> bool:
+            ok = matches(username, password)
+            limiter.record(self.request.remote_ip, ok)
+            return ok
+
+    class Provider(BasicAuthProvider):
+        @property
+        def login_handler(self):
+            LimitedLogin._login_endpoint, LimitedLogin._login_template = self._login_endpoint, self._login_template
+            return LimitedLogin
+
+    return Provider()
+
+
+def dashboard_page(home: str | None, data_dirs: list[str]):
+    """The function that builds each page opened: a new dashboard over the run store (home: None
+    for $XCVIZ_HOME or ./xcviz-runs). `xcviz serve` and apps/dashboard.py both build pages with it."""
+    def page():
+        import panel as pn
+
+        from .runs.store import RunStore, StoreError
+        from .ui.dashboard import Dashboard
+
+        pn.extension("tabulator")
+        try:
+            return Dashboard(RunStore(home), data_dirs=data_dirs).view()
+        except StoreError as exc:  # an unusable store: an alert, not a blank page
+            return pn.pane.Alert(html.escape(f"The run store cannot be opened: {exc}"), alert_type="danger")
+    return page
+
+
+def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = None,
+          data_dirs: list[str] = (), allow_hosts: list[str] = (), basic_auth: str | None = None,
+          cookie_secret_file: str | None = None, environ: dict[str, str] | None = None,
+          start: bool = True):
+    """Serve the dashboard at http://ADDRESS:PORT/dashboard until stopped. Secrets are read from
+    `environ` (default os.environ) and removed from it; returns the server if not `start`."""
+    from panel.io.server import get_server
+
+    environ = os.environ if environ is None else environ
+    credentials = password_from(environ, basic_auth)
+    secret = cookie_secret_from(environ, cookie_secret_file)
+    for name in SECRET_VARIABLES:  # background runs started by the page inherit the environment
+        environ.pop(name, None)
+    names = allowed_names(address, list(allow_hosts))
+    options = {}
+    if credentials is not None:
+        options["auth_provider"] = _auth_provider(credentials, LoginLimiter())
+    server = get_server({"dashboard": dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs])},
+                        port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
+                        show=False, start=False, title="xcviz", **options)
+    guard_hosts(server._tornado, names)
+    if not start:
+        return server
+    shown = f"[{address}]" if ":" in address else address
+    print(f"xcviz: serving http://{shown}:{server.port}/dashboard (Host names accepted: {', '.join(names)}"
+          f"{'; login required' if credentials is not None else ''})", flush=True)
+    server.start()
+    server.io_loop.start()
+    return server
+
+
+def session_host_allowed(environ: dict[str, str] | None = None) -> bool:
+    """For an app served by a bare `panel serve` (which checks no Host): whether the request that
+    opened this page named a loopback host or one of XCVIZ_ALLOW_HOSTS (comma-separated). True
+    outside a served page (a notebook)."""
+    import panel as pn
+
+    environ = os.environ if environ is None else environ
+    request = getattr(getattr(pn.state.curdoc, "session_context", None), "request", None)
+    if request is None:
+        return True
+    extra = [h for h in environ.get("XCVIZ_ALLOW_HOSTS", "").split(",") if h.strip()]
+    return host_name(request.headers.get("Host", "")) in allowed_names("localhost", extra)

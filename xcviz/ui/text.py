@@ -1,0 +1,33 @@
+"""User-given text (run names, file names, spec values, error messages) made safe to put in a page.
+
+Run names come from specs and data file names, errors quote paths: any of them may hold HTML. Panel's
+Markdown and Alert panes render raw HTML and Markdown links, and HTML panes insert their text as it
+is, so every such string goes through one of these before it reaches a pane: it then shows as the
+characters it is made of, and never runs a script. Bokeh widgets (Select options, table cells,
+tooltip values) escape their text themselves.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+# Characters that start Markdown inline syntax (emphasis, code, links, images, tables, footnotes,
+# task boxes, strikethrough, math) anywhere in a line; a backslash makes each a literal character.
+# `&`, `<`, `>` and quotes are HTML-escaped instead (a backslash does not disable raw HTML).
+_INLINE = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
+# What starts a block only at the start of a line (a list, a heading underline, a numbered list).
+_BLOCK = re.compile(r"^([-=])|^(\d+)([.)])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def html_text(value: object) -> str:
+    """`value` as HTML text: its characters shown as they are, quotes included (safe in attributes)."""
+    return html.escape(str(value), quote=True)
+
+
+def markdown_text(value: object) -> str:
+    """`value` as Markdown text: no HTML, no link, no emphasis, list or heading. Control characters
+    (newlines included, which could start a block) become spaces; spaces at either end are dropped
+    (four at the start would make a code block)."""
+    text = _INLINE.sub(r"\\\1", _CONTROL.sub(" ", str(value)).strip())
+    return html_text(_BLOCK.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", text))
