@@ -8,6 +8,7 @@ from bokeh.document import Document
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
 from xcviz.ui.dashboard import Dashboard
+from xcviz.ui.text import markdown_text
 
 SECRET = "root:x:0:0:SECRET-7f3a:/root:/bin/bash"
 
@@ -40,7 +41,7 @@ def test_a_test_file_linked_outside_the_data_folders_is_refused(tmp_path, small_
     _launch(dashboard, train)
     assert dashboard.launch_message.visible
     message = dashboard.launch_message.object
-    assert "small_test.txt" in message and "outside the data folders" in message
+    assert markdown_text("small_test.txt") in message and "outside the data folders" in message
     assert "SECRET" not in message and "passwd" not in message  # neither contents nor the link's target
     assert dashboard.store.list() == []  # nothing launched, nothing read
 
