@@ -224,17 +224,15 @@ def dashboard_page(home: str | None, data_dirs: list[str]):
 
 def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = None,
           data_dirs: list[str] = (), allow_hosts: list[str] = (), basic_auth: str | None = None,
-          cookie_secret_file: str | None = None, environ: dict[str, str] | None = None,
-          start: bool = True):
-    """Serve the dashboard at http://ADDRESS:PORT/dashboard until stopped. Secrets are read from
-    `environ` (default os.environ) and removed from it; returns the server if not `start`."""
+          cookie_secret_file: str | None = None) -> None:
+    """Serve the dashboard at http://ADDRESS:PORT/dashboard until stopped (Ctrl-C, SIGTERM).
+    Secrets are read from the environment (and files) and removed from the environment."""
     from panel.io.server import get_server
 
-    environ = os.environ if environ is None else environ
-    credentials = password_from(environ, basic_auth)
-    secret = cookie_secret_from(environ, cookie_secret_file)
+    credentials = password_from(os.environ, basic_auth)
+    secret = cookie_secret_from(os.environ, cookie_secret_file)
     for name in SECRET_VARIABLES:  # background runs started by the page inherit the environment
-        environ.pop(name, None)
+        os.environ.pop(name, None)
     names = allowed_names(address, list(allow_hosts))
     options = {}
     if credentials is not None:
@@ -243,14 +241,11 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
                         port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
                         show=False, start=False, title="xcviz", **options)
     guard_hosts(server._tornado, names)
-    if not start:
-        return server
     shown = f"[{address}]" if ":" in address else address
     print(f"xcviz: serving http://{shown}:{server.port}/dashboard (Host names accepted: {', '.join(names)}"
           f"{'; login required' if credentials is not None else ''})", flush=True)
     server.start()
     server.io_loop.start()
-    return server
 
 
 def session_host_allowed(environ: dict[str, str] | None = None) -> bool:
