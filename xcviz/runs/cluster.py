@@ -23,7 +23,9 @@ from typing import Iterator
 from ..engine.threads import max_threads
 
 MAX_LOCAL_WORKERS = 64
-CLUSTER_KEYS = ("cluster", "workers", "cluster_start_seconds", "scatter_seconds")  # what a Dask run reports
+# where a run trained, as train --json and a stored run's summary report it (data_bytes: the
+# kernel's data, what a Dask run sends to each worker; threads runs report it too, for the cost model)
+CLUSTER_KEYS = ("cluster", "workers", "cluster_start_seconds", "scatter_seconds", "data_bytes")
 CONNECT_TIMEOUT = 10.0      # seconds to reach a scheduler before the run fails
 WORKERS_TIMEOUT = 60.0      # seconds a scheduler may take to have at least one worker
 

@@ -286,6 +286,16 @@ def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray,
     return collector.result()
 
 
+def data_nbytes(data) -> int:
+    """Bytes of the arrays in a kernel's data (nested tuples of arrays and scalars): what a Dask
+    run sends to every worker."""
+    if isinstance(data, np.ndarray):
+        return int(data.nbytes)
+    if isinstance(data, tuple):
+        return sum(data_nbytes(x) for x in data)
+    return 8
+
+
 def run_blocks(block_fn: Callable, data, prob: Problem, *, cluster=None, n_threads: int, t0_ns: int,
                iter_fields: tuple[str, ...], label_fields: tuple[str, ...], converged: int, first_iteration: int,
                prune_threshold: float, rec_len: int, recorder=None, label_extras: Callable[[dict], dict] | None = None,
@@ -297,13 +307,14 @@ def run_blocks(block_fn: Callable, data, prob: Problem, *, cluster=None, n_threa
     or as Dask tasks on the (Client, ClusterInfo) pair `cluster` (solvers.distributed), which
     scatters `data` once and records what comes back exactly as the threads loop does."""
     if cluster is None:
-        return train_in_blocks(prob.n_labels, prob.n_features, prob.dim, prob.n_pos,
+        result = train_in_blocks(prob.n_labels, prob.n_features, prob.dim, prob.n_pos,
                                solve=partial(block_fn, data, n_threads=n_threads, t0_ns=t0_ns),
                                iter_fields=iter_fields, label_fields=label_fields, converged=converged,
                                first_iteration=first_iteration, bias_index=prob.bias_index,
                                prune_threshold=prune_threshold, n_threads=n_threads, rec_len=rec_len,
                                recorder=recorder, label_extras=label_extras, progress=progress, skip=skip,
                                stop=stop, on_block=on_block)
+        return result._replace(info={"data_bytes": data_nbytes(data)})
     from .distributed import train_on_cluster
 
     plan = BlockPlan(prob.n_features, prob.dim, rec_len, tuple(iter_fields), tuple(label_fields), converged,

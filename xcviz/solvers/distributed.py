@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..engine.threads import using_threads
-from .blocks import BlockCollector, BlockPlan, BlockResult, block_size, labels_to_train, solve_block
+from .blocks import BlockCollector, BlockPlan, BlockResult, block_size, data_nbytes, labels_to_train, solve_block
 
 TASKS_PER_WORKER = 16
 MIN_BLOCK_LABELS = 8
@@ -104,6 +104,7 @@ def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, 
         if pending:
             client.cancel([f for _, f in pending.values()])
         client.cancel([shared])
-    extra = {**info.as_dict(), "scatter_seconds": round(scatter_seconds, 4), "blocks": len(blocks)}
+    extra = {**info.as_dict(), "scatter_seconds": round(scatter_seconds, 4), "blocks": len(blocks),
+             "data_bytes": data_nbytes(data)}
     extra.pop("dask_dashboard", None)
     return collector.result(extra)
