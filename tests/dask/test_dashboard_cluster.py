@@ -29,7 +29,7 @@ def test_launch_a_local_cluster_run_from_the_page(server, home):
         field.press("Enter")
         page.get_by_role("button", name="local cluster").click()
         page.get_by_role("button", name="Compare").click()
-        page.get_by_role("tab", name="Workers").click()
+        page.get_by_text("Workers", exact=True).click()
         counts, labels_seen = [], []
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
@@ -49,7 +49,7 @@ def test_launch_a_local_cluster_run_from_the_page(server, home):
         assert any(0 < k < 159 for k in labels_seen), labels_seen  # the lanes filled while it trained
         growth = [b for a, b in zip(counts, counts[1:]) if b > a]
         assert len(growth) >= 2, counts  # the live plots' records grew block by block
-        page.get_by_role("tab", name="Live plots").click()
+        page.get_by_text("Live plots", exact=True).click()
         page.wait_for_timeout(1500)
         page.screenshot(path=str(ARTIFACTS / "dashboard-cluster-live.png"), full_page=True)
         assert page.locator("canvas").count() >= 4
