@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from xcviz.models import SparseModel
+from xcviz.report import build_report
 from xcviz.runs.launcher import launch, resume, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
@@ -92,6 +93,9 @@ def test_local_cluster_run_matches_a_threads_run(tmp_path, reference):
     assert tasks["task"].nunique() == len(tasks) == 20  # 2 workers x 16, but at least 8 labels a block
     threads_tasks, _ = store.records(threads, "task")
     assert set(threads_tasks["worker"]) == {"threads:1"} and threads_tasks["labels"].sum() == 159
+    page = build_report(store, [threads, dask])  # the report has the Workers timeline and the cost model
+    assert "<h2>Workers</h2>" in page and "<h2>Scale-out</h2>" in page and "predicted from threads" in page
+    assert all(w in page for w in tasks["worker"].unique())
 
 
 def test_a_worker_killed_after_its_first_task_is_replaced(tmp_path, reference):
