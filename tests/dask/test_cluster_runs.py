@@ -94,7 +94,7 @@ def test_local_cluster_run_matches_a_threads_run(tmp_path, reference):
     threads_tasks, _ = store.records(threads, "task")
     assert set(threads_tasks["worker"]) == {"threads:1"} and threads_tasks["labels"].sum() == 159
     page = build_report(store, [threads, dask])  # the report has the Workers timeline and the cost model
-    assert "<h2>Workers</h2>" in page and "<h2>Scale-out</h2>" in page and "predicted from threads" in page
+    assert "blocks of labels per worker" in page and "Scale-out" in page and "predicted from threads" in page
     assert all(w in page for w in tasks["worker"].unique())
 
 
