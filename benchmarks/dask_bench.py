@@ -15,6 +15,7 @@ the full rows and features, so the data each worker receives is the full problem
 """
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -51,7 +52,7 @@ def bench(repeats: int = 3) -> dict:
     try:
         results = {}
         for name, (X, Y) in problems().items():
-            print(f"dask bench: {name} ({Y.shape[1]} labels)", file=sys.stderr)
+            print(f"dask bench: {name}", file=sys.stderr)
             rows = {c: {"seconds": [], "scatter": [], "start": sessions[c][1].cluster_start_seconds
                         if c in sessions else 0.0} for c in CONTENDERS}
             reference = None
@@ -75,7 +76,7 @@ def bench(repeats: int = 3) -> dict:
 
 def section(repeats: int = 3) -> list[str]:
     """The `## Dask` section of BENCHMARKS.md."""
-    t0 = time.time()
+    t0, load = time.time(), os.getloadavg()
     results = bench(repeats)
     lines = ["## Dask", "",
              "DiSMEC (MSI, eps 0.01, recording off) on numba threads against Dask LocalClusters, one process "
@@ -94,7 +95,8 @@ def section(repeats: int = 3) -> list[str]:
             met = "" if c == "threads" else ("yes" if ratio <= 1 + target else "no")
             lines.append(f"| {name} | {c} | {med:.2f} | {ratio:.3f} | {statistics.median(rows[c]['scatter']):.3f} | "
                          f"{rows[c]['start']:.2f} | {'' if c == 'threads' else f'<= {1 + target:.2f}'} | {met} |")
-    lines += ["", f"Section written in {time.time() - t0:.0f} s."]
+    lines += ["", f"Section written in {time.time() - t0:.0f} s; load average {load[0]:.1f} at its start, "
+              f"{os.getloadavg()[0]:.1f} at its end (2 cores)."]
     return lines
 
 
