@@ -7,6 +7,7 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
+from .dsmlr import DsmlrParams, fit_dsmlr
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict
 from .ppdsparse import PPDSparseParams, fit_ppdsparse
@@ -29,7 +30,8 @@ __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
                                "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
-                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True)}
+                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True),
+                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True)}
 
 
 def get_solver(name: str) -> Solver:
