@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dsmlr_bench import bench_dsmlr
+from dsmlr_bench import render as render_dsmlr
 from memoir import bench_memoir
 from memoir import render as render_memoir
 from xcviz import metrics
@@ -237,17 +239,21 @@ def _replace_section(out: Path, name: str) -> None:
     if name == "memoir":
         lines = render_memoir(bench_memoir())
         start, end = old.index(lines[0]), old.index("## Dashboard responsiveness")
+    elif name == "dsmlr":  # its own section, before the dashboard's
+        lines = render_dsmlr(bench_dsmlr())
+        end = old.index("## Dashboard responsiveness")
+        start = old.index(lines[0]) if lines[0] in old else end
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name == "memoir" else "\n") + old[end:])
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr") else "\n") + old[end:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dashboard"],
+    parser.add_argument("--only", choices=["memoir", "dsmlr", "dashboard"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -255,6 +261,8 @@ def main() -> None:
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
+    print("benchmarking DS-MLR modes ...", file=sys.stderr)
+    memoir_lines += render_dsmlr(bench_dsmlr())
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)
