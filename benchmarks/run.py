@@ -238,22 +238,27 @@ def _replace_section(out: Path, name: str) -> None:
     old = out.read_text()
     if name == "memoir":
         lines = render_memoir(bench_memoir())
-        start, end = old.index(lines[0]), old.index("## Dashboard responsiveness")
-    elif name == "dsmlr":  # its own section, before the dashboard's
+        start = old.index(lines[0])
+        end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
+    elif name == "dsmlr":  # its own section, after MEMOIR's
         lines = render_dsmlr(bench_dsmlr())
+        end = next(old.index(h) for h in ("## Dask\n", "## Dashboard responsiveness") if h in old)
+        start = old.index(lines[0]) if lines[0] in old else end
+    elif name == "dask":  # benchmarks/dask_bench.py, beside this file; its section precedes the dashboard's
+        lines = __import__("dask_bench").section()
         end = old.index("## Dashboard responsiveness")
         start = old.index(lines[0]) if lines[0] in old else end
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr") else "\n") + old[end:])
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask") else "\n") + old[end:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dsmlr", "dashboard"],
+    parser.add_argument("--only", choices=["memoir", "dsmlr", "dashboard", "dask"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -272,6 +277,7 @@ def main() -> None:
     memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
     gen = bench_generator(3)
     text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(memoir_lines) + "\n"
+    text += "\n" + "\n".join(__import__("dask_bench").section()) + "\n"  # benchmarks/dask_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)

@@ -11,6 +11,7 @@ from .data.dataset import Dataset
 from .data.registry import resolve
 from .data.transforms import replicate_multiclass
 from .models import SparseModel
+from .runs.cluster import cluster_client
 from .solvers import get_solver, make_params, param_dict
 
 
@@ -27,11 +28,14 @@ def _as_dataset(dataset) -> Dataset:
 
 def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
           C: float | None = None, threads: int | None = None, recorder=None,
-          progress: Callable[[int, int], None] | None = None, validation=None, **params) -> SparseModel:
+          progress: Callable[[int, int], None] | None = None, validation=None, cluster: str | None = None,
+          **params) -> SparseModel:
     """Train `solver` on a data set: a Dataset, an (X, Y) pair, a bundled name (its training split)
     or a file path. Unset arguments take the solver's defaults (dismec: init "msi", squared hinge,
     C = 1); other solver parameters go in **params (see the solver's parameter class).
-    validation: a data set a multiclass solver measures accuracy on while it trains."""
+    validation: a data set a multiclass solver measures accuracy on while it trains. cluster:
+    "local:N[xT]" or "tcp://HOST:PORT" trains a one-vs-all solver's label blocks on Dask (see
+    xcviz.runs.cluster); the model's info then says where, and how long starting and scattering took."""
     ds = _as_dataset(dataset)
     given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
     p = make_params(solver, **given, **params)
@@ -40,7 +44,12 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     if validation is not None and family.multiclass:
         held_out = _as_dataset(validation)
         extra["validation"] = (held_out.X, held_out.Y)
-    model = family.fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress, **extra)
+    if cluster is not None and family.multiclass:
+        raise ValueError(f"solver {solver!r} trains all classes at once: it has no label blocks to distribute")
+    with cluster_client(cluster, threads) as session:
+        if session is not None:
+            extra["cluster"] = session
+        model = family.fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress, **extra)
     model.info["dataset"] = ds.name
     return model
 

@@ -111,10 +111,24 @@ def _solver_params(args: argparse.Namespace) -> dict:
     return params
 
 
+def _cluster(args: argparse.Namespace) -> str | None:
+    """The cluster asked for by --cluster or --scheduler (HOST:PORT gets tcp://), checked."""
+    from .runs.cluster import parse_cluster
+
+    if args.cluster and args.scheduler:
+        raise ValueError("give --cluster or --scheduler, not both")
+    text = args.cluster
+    if args.scheduler:
+        text = args.scheduler if "://" in args.scheduler else f"tcp://{args.scheduler}"
+    parse_cluster(text)
+    return text
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
     from .runs.sinks import JsonLinesSink
+    from .runs.cluster import CLUSTER_KEYS
     from .solvers import get_solver
 
     train_ds, test_ds = resolve(args.dataset, args.test)
@@ -123,13 +137,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
-                  validation=test_ds if multiclass and args.records else None, **params)
+                  validation=test_ds if multiclass and args.records else None, cluster=_cluster(args), **params)
     summary = {"dataset": args.dataset, "solver": args.solver, "threads": model.info["threads"],
                "n_train": model.info.get("n_train", train_ds.n), "train_seconds": round(model.info["train_seconds"], 4),
                "model_nnz": model.nnz}
     summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs", "mode")
                     if k in model.params})
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
+    summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
     if multiclass:
         summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error", "objective")
                         if k in model.info})
@@ -173,7 +188,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
     from .runs.spec import RunSpec
 
     spec = RunSpec(dataset=args.dataset, solver=args.solver, params=_solver_params(args), test=args.test,
-                   threads=args.threads, name=args.name or "").validate()
+                   threads=args.threads, name=args.name or "", cluster=_cluster(args)).validate()
     print(spec.to_json())
     return 0
 
@@ -277,6 +292,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", help="dsmlr: sync (default) | async | lbfgs | lc")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
+    p.add_argument("--cluster", help="train label blocks on Dask: local:N (N worker processes) or local:NxT "
+                                     "(T numba threads each), or a scheduler address tcp://HOST:PORT")
+    p.add_argument("--scheduler", help="an existing Dask scheduler, tcp://HOST:PORT (same as --cluster tcp://...)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import re
 import tempfile
 import time
@@ -21,8 +22,10 @@ from bokeh.layouts import column, gridplot
 from bokeh.models import Div
 from bokeh.resources import Resources
 
+from .engine.threads import max_threads
 from .runs.store import RunStore
 from .ui.run_view import RunView
+from .ui.workers_view import COST_ASSUMPTIONS, WorkersView, scaling_figure
 
 # resources Panel registers with Bokeh (its ES-module shim; in the server, where Tabulator is loaded,
 # Tabulator's script and stylesheet): links to files or a CDN that plain Bokeh plots do not need
@@ -44,6 +47,34 @@ def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
     return view.plots.figures() + view.positives.figures(), view.plots.rules.object
 
 
+def _scale_out(store: RunStore, rows: list[dict]) -> list:
+    """The Workers timeline of the runs and, for the first finished run with label records, the
+    cost model's predicted time for 1 to 1024 workers beside the report's runs of the same spec
+    (as points: their workers, or threads, and their train_seconds)."""
+    workers = WorkersView(store)
+    workers.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
+    if workers.source.data["lane"] == []:
+        return []
+    parts = [Div(text="<h2>Workers</h2>", width=960), workers.timeline,
+             Div(text=workers.table.object, width=960, disable_math=True)]
+    for row in rows:
+        labels, _ = store.records(row["id"], "label")
+        if row["status"] != "done" or labels.empty or "data_bytes" not in row["summary"]:
+            continue
+        spec = json.loads(row["spec"])
+        same = [r for r in rows if r["status"] == "done" and "train_seconds" in r["summary"]
+                and {k: v for k, v in json.loads(r["spec"]).items() if k not in ("name", "threads", "cluster")}
+                == {k: v for k, v in spec.items() if k not in ("name", "threads", "cluster")}]
+        measured = [(int(r["summary"].get("workers") or json.loads(r["spec"]).get("threads") or max_threads()),
+                     float(r["summary"]["train_seconds"]), r["name"]) for r in same]
+        labels = labels.sort_values("label")
+        fig = scaling_figure(labels["seconds"].to_numpy(), labels["n_pos"].to_numpy(), row["summary"]["data_bytes"],
+                             measured, title=f"predicted from {row['name']}")
+        parts += [Div(text="<h2>Scale-out</h2><p>" + html.escape(COST_ASSUMPTIONS) + "</p>", width=960), fig]
+        break
+    return parts
+
+
 def build_report(store: RunStore, runs: list[str], title: str = "xcviz run report") -> str:
     """The standalone HTML of a report on `runs` (ids of the store)."""
     rows = [store.get(run) for run in runs]
@@ -61,6 +92,7 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
         "border-bottom:1px solid #ddd}</style>"), width=960, disable_math=True)
     parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
+    parts += _scale_out(store, rows)
     parts.append(Div(text="<h2>Specs</h2>" + specs, width=960, disable_math=True))
     page = file_html(column(*parts), Resources(mode="inline"), title)
     # Bokeh's own code is inlined (Resources mode "inline"); every remaining external reference is

@@ -6,7 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 
 from ..engine.threads import max_threads
-from ..solvers import make_params, param_dict
+from ..solvers import SOLVERS, make_params, param_dict
+from .cluster import parse_cluster
 
 
 class SpecError(ValueError):
@@ -16,7 +17,8 @@ class SpecError(ValueError):
 @dataclass
 class RunSpec:
     """dataset: a bundled name or a training-file path (test: its test file); params: the
-    solver's parameters (unset ones take the solver's defaults); threads: None = all cores."""
+    solver's parameters (unset ones take the solver's defaults); threads: None = all cores;
+    cluster: None = numba threads here, "local:N[xT]" or "tcp://HOST:PORT" = Dask (see runs.cluster)."""
 
     dataset: str
     solver: str = "dismec"
@@ -24,6 +26,7 @@ class RunSpec:
     test: str | None = None
     threads: int | None = None
     name: str = ""
+    cluster: str | None = None
 
     def validate(self) -> "RunSpec":
         """Check every field; returns self with params completed by the solver's defaults."""
@@ -31,6 +34,13 @@ class RunSpec:
             raise SpecError("spec field 'dataset': a bundled name or a file path is required")
         if self.threads is not None and not (isinstance(self.threads, int) and 1 <= self.threads <= max_threads()):
             raise SpecError(f"spec field 'threads': must be an integer from 1 to {max_threads()}, got {self.threads!r}")
+        try:
+            cluster = parse_cluster(self.cluster)
+        except ValueError as exc:
+            raise SpecError(f"spec field 'cluster': {exc}") from None
+        if cluster is not None and self.solver in SOLVERS and SOLVERS[self.solver].multiclass:
+            raise SpecError(f"spec field 'cluster': solver {self.solver!r} trains all classes at once, "
+                            "it has no label blocks to distribute")
         if not isinstance(self.params, dict):
             raise SpecError("spec field 'params': must be an object of solver parameters")
         try:

@@ -22,6 +22,7 @@ from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers.blocks import assemble_rows
+from .cluster import CLUSTER_KEYS, cluster_client
 from .spec import RunSpec
 from .store import RunStore, SqliteSink
 
@@ -59,16 +60,19 @@ def execute(store: RunStore, run: str) -> str:
         if solver.multiclass:
             return _execute_multiclass(store, run, spec, train, test)
         skip = [p[0] for p in store.pieces(run)]
-        template = solver.fit(
-            train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
-            recorder=SqliteSink(store, run), run=run,
-            progress=lambda done, total: store.update(run, done=done, total=total),
-            skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-            on_block=lambda labels, weights, bias: store.add_piece(run, labels, weights, bias))
+        with cluster_client(spec.cluster, spec.threads) as cluster:
+            template = solver.fit(
+                train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
+                recorder=SqliteSink(store, run), run=run,
+                progress=lambda done, total: store.update(run, done=done, total=total),
+                skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
+                on_block=lambda labels, weights, bias: store.add_piece(run, labels, weights, bias),
+                **({"cluster": cluster} if cluster else {}))
         model, done = stored_model(store, run, train.n_labels, train.n_features, template)
         model.save(store.run_dir(run) / "model")
         status = "done" if done == train.n_labels else "cancelled"
-        summary = {"labels_done": done, "model_nnz": model.nnz, "train_seconds": template.info["train_seconds"]}
+        summary = {"labels_done": done, "model_nnz": model.nnz, "train_seconds": template.info["train_seconds"],
+                   **{k: template.info[k] for k in CLUSTER_KEYS if k in template.info}}
         if status == "done" and test is not None:
             summary.update(evaluate(model, test, train, threads=spec.threads))
         store.update(run, status=status, ended=time.time(), done=done, summary=summary)

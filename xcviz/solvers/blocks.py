@@ -2,6 +2,8 @@
 label, turning a block's record arrays into record columns, and assembling pruned CSR weights."""
 from __future__ import annotations
 
+import time
+from functools import partial
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -75,7 +77,8 @@ def begin_recording(recorder, *, run: str, solver: str, params: dict, n_threads:
 def finish_model(result: "BlockResult", *, problem: Problem, solver: str, params: dict, bias: float,
                  normalize: bool, iterations_name: str, seconds: float, n_threads: int, recorder=None) -> SparseModel:
     """The model of a finished block loop, its training summary, and the sink's `end` record."""
-    info = {"train_seconds": seconds, iterations_name: result.iterations, "threads": n_threads, "n_train": problem.n}
+    info = {"train_seconds": seconds, iterations_name: result.iterations, "threads": n_threads, "n_train": problem.n,
+            **result.info}
     model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=bias, normalize=normalize,
                         solver=solver, params=params, info=info)
     if recorder is not None:
@@ -106,28 +109,6 @@ def iteration_columns(labels: np.ndarray, summ: np.ndarray, rec: np.ndarray, fie
     return cols
 
 
-class WeightPieces:
-    """Collects each block's kept weights as CSR pieces and assembles the L x D matrix."""
-
-    def __init__(self) -> None:
-        self.labels: list[np.ndarray] = []
-        self.rows: list[sp.csr_matrix] = []
-
-    def add(self, W: np.ndarray, labels: np.ndarray, n_features: int, threshold: float) -> sp.csr_matrix:
-        """Prune block W (rows = labels, in any order); returns the block's rows in label order."""
-        order = np.argsort(labels)
-        counts, indices, values = prune_block(W, order, n_features, threshold)
-        piece = sp.csr_matrix((values, indices, np.concatenate([[0], np.cumsum(counts)])),
-                              shape=(labels.size, n_features))
-        self.labels.append(labels[order])
-        self.rows.append(piece)
-        return piece
-
-    def matrix(self, n_labels: int, n_features: int) -> sp.csr_matrix:
-        """All labels' rows, in label order (labels never added stay empty)."""
-        return assemble_rows(self.labels, self.rows, n_labels, n_features)
-
-
 def assemble_rows(labels: list[np.ndarray], rows: list[sp.csr_matrix], n_labels: int, n_features: int) -> sp.csr_matrix:
     """The L x D matrix whose row labels[k][r] is rows[k][r]; rows not given are empty."""
     if not labels:
@@ -150,12 +131,121 @@ def block_size(n_labels: int, dim: int, rec_len: int, n_fields: int, n_threads: 
     return int(max(1, min(n_labels, budget // per_label, max(-(-n_labels // 10), 64 * n_threads))))
 
 
+class BlockPlan(NamedTuple):
+    """How a block's arrays become its output: sizes, record fields, pruning (small and picklable,
+    so a Dask task carries it; the data the kernel reads travels apart)."""
+
+    n_features: int
+    dim: int
+    rec_len: int
+    iter_fields: tuple[str, ...]
+    label_fields: tuple[str, ...]
+    converged: int
+    first_iteration: int
+    bias_index: int
+    prune_threshold: float
+    label_extras: Callable[[dict], dict] | None = None
+
+
+class BlockOutput(NamedTuple):
+    """A trained block: its labels in increasing order, their pruned weight rows and bias weights,
+    the Newton/outer iterations they took, and their records (None when recording is off)."""
+
+    labels: np.ndarray
+    weights: sp.csr_matrix
+    bias_weights: np.ndarray
+    iterations: int
+    iteration_records: dict | None
+    label_records: dict | None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays the block carries (what a Dask task sends back)."""
+        arrays = [self.labels, self.weights.data, self.weights.indices, self.weights.indptr, self.bias_weights]
+        for cols in (self.iteration_records, self.label_records):
+            arrays += list(cols.values()) if cols else []
+        return int(sum(np.asarray(a).nbytes for a in arrays))
+
+
+def solve_block(solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None], labels: np.ndarray,
+                plan: BlockPlan, record: bool) -> BlockOutput:
+    """Train one block (labels ordered heaviest first) with solve(labels, W, rec, summ) into fresh
+    arrays, prune its weights and turn its arrays into record columns. The same code runs in a
+    threads run and inside a Dask task."""
+    W = np.zeros((labels.size, plan.dim))
+    rec = np.zeros((labels.size, plan.rec_len, len(plan.iter_fields)))
+    summ = np.zeros((labels.size, len(plan.label_fields)))
+    solve(labels, W, rec, summ)
+    order = np.argsort(labels)
+    counts, indices, values = prune_block(W, order, plan.n_features, plan.prune_threshold)
+    piece = sp.csr_matrix((values, indices, np.concatenate([[0], np.cumsum(counts)])),
+                          shape=(labels.size, plan.n_features))
+    bias = W[order, plan.bias_index] if plan.bias_index >= 0 else np.zeros(labels.size)
+    iteration_records = label_records = None
+    if record:
+        iteration_records = iteration_columns(labels, summ, rec, plan.iter_fields, plan.first_iteration)
+        label_records = label_columns(labels, summ, plan.label_fields, plan.converged)
+        if plan.label_extras is not None:
+            label_records = plan.label_extras(label_records)
+    return BlockOutput(labels[order], piece, bias, int(summ[:, 0].sum()), iteration_records, label_records)
+
+
+TASK_FIELDS = ("task", "worker", "start", "end", "labels", "seconds", "bytes")
+
+
+class BlockCollector:
+    """The driver's side of a block loop, the same for threads and Dask: each finished block's
+    records and telemetry go to the sink (the run store's single writer), its weights to
+    on_block(labels, weights, bias_weights), progress(done, total) is called, and the pieces are
+    kept to assemble the model."""
+
+    def __init__(self, n_labels: int, n_features: int, done: int, *, recorder=None,
+                 progress: Callable[[int, int], None] | None = None,
+                 on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> None:
+        self.n_labels, self.n_features, self.done = n_labels, n_features, done
+        self.recorder, self.progress, self.on_block = recorder, progress, on_block
+        self.labels: list[np.ndarray] = []
+        self.rows: list[sp.csr_matrix] = []
+        self.bias_weights = np.zeros(n_labels)
+        self.iterations = 0
+
+    def add(self, out: BlockOutput, task: dict | None = None) -> None:
+        """Keep and record one block; `task` is its telemetry (TASK_FIELDS, one value each)."""
+        self.labels.append(out.labels)
+        self.rows.append(out.weights)
+        self.bias_weights[out.labels] = out.bias_weights
+        self.iterations += out.iterations
+        if self.recorder is not None:
+            if out.iteration_records is not None:
+                self.recorder.write("iteration", out.iteration_records)
+                self.recorder.write("label", out.label_records)
+            if task is not None:
+                self.recorder.write("task", {k: np.array([task[k]]) for k in TASK_FIELDS})
+        if self.on_block is not None:
+            self.on_block(out.labels, out.weights, out.bias_weights)
+        self.done += out.labels.size
+        if self.progress is not None:
+            self.progress(int(self.done), self.n_labels)
+
+    def result(self, info: dict | None = None) -> "BlockResult":
+        return BlockResult(assemble_rows(self.labels, self.rows, self.n_labels, self.n_features), self.bias_weights,
+                           self.iterations, info or {})
+
+
+def labels_to_train(n_labels: int, skip: np.ndarray | None) -> np.ndarray:
+    """Every label, less those in `skip` (already trained by an earlier session of the run)."""
+    todo = np.arange(n_labels, dtype=np.int64)
+    return np.setdiff1d(todo, skip) if skip is not None and len(skip) else todo
+
+
 class BlockResult(NamedTuple):
-    """What a block loop produced: pruned weights, bias weights, total iterations."""
+    """What a block loop produced: pruned weights, bias weights, total iterations, and what the
+    loop adds to the model's info (a Dask run: its cluster and scatter time)."""
 
     weights: sp.csr_matrix
     bias_weights: np.ndarray
     iterations: int
+    info: dict
 
 
 def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray, *,
@@ -166,45 +256,69 @@ def train_in_blocks(n_labels: int, n_features: int, dim: int, n_pos: np.ndarray,
                     progress: Callable[[int, int], None] | None = None, skip: np.ndarray | None = None,
                     stop: Callable[[], bool] | None = None,
                     on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> BlockResult:
-    """The block loop every one-vs-all driver runs around its kernel.
+    """The block loop every one-vs-all driver runs around its kernel, on numba threads.
 
     Labels go in blocks of consecutive indices, each ordered heaviest first (so that no worker is
     left with a head label at the end); solve(labels, W, rec, summ) trains one block into
-    preallocated arrays. After each block the weights are pruned into CSR pieces, the records go to
-    the sink (label_extras may add per-label columns) and progress(done, total) is called.
+    preallocated arrays (see solve_block). After each block the weights are pruned into CSR pieces,
+    the records and the block's telemetry (a `task` record, worker "threads") go to the sink
+    (label_extras may add per-label columns) and progress(done, total) is called.
 
     For background runs: labels in `skip` (already trained) are left out, `stop()` is asked before
     every block (true: return with the labels trained so far), and on_block(labels, weights,
     bias_weights) receives each block's pruned rows, in increasing label order, to persist them."""
-    todo = np.arange(n_labels, dtype=np.int64)
-    if skip is not None and len(skip):
-        todo = np.setdiff1d(todo, skip)
+    todo = labels_to_train(n_labels, skip)
     block = block_size(n_labels, dim, rec_len, len(iter_fields), n_threads)
-    pieces = WeightPieces()
-    bias_weights = np.zeros(n_labels)
-    iterations = 0
-    done = n_labels - todo.size
-    for start in range(0, todo.size, block):
+    plan = BlockPlan(n_features, dim, rec_len, tuple(iter_fields), tuple(label_fields), converged, first_iteration,
+                     bias_index, prune_threshold, label_extras)
+    collector = BlockCollector(n_labels, n_features, n_labels - todo.size, recorder=recorder, progress=progress,
+                               on_block=on_block)
+    for task, start in enumerate(range(0, todo.size, block)):
         if stop is not None and stop():
             break
         labels = todo[start:start + block]
         labels = labels[np.argsort(-n_pos[labels], kind="stable")]
-        W = np.zeros((labels.size, dim))
-        rec = np.zeros((labels.size, rec_len, len(iter_fields)))
-        summ = np.zeros((labels.size, len(label_fields)))
-        solve(labels, W, rec, summ)
-        iterations += int(summ[:, 0].sum())
-        if bias_index >= 0:
-            bias_weights[labels] = W[:, bias_index]
-        piece = pieces.add(W, labels, n_features, prune_threshold)
-        if recorder is not None:
-            recorder.write("iteration", iteration_columns(labels, summ, rec, iter_fields, first_iteration))
-            cols = label_columns(labels, summ, label_fields, converged)
-            recorder.write("label", label_extras(cols) if label_extras else cols)
-        if on_block is not None:
-            ordered = np.sort(labels)
-            on_block(ordered, piece, bias_weights[ordered])
-        done += labels.size
-        if progress is not None:
-            progress(int(done), n_labels)
-    return BlockResult(pieces.matrix(n_labels, n_features), bias_weights, iterations)
+        began = time.time()
+        out = solve_block(solve, labels, plan, recorder is not None)
+        ended = time.time()
+        collector.add(out, {"task": task, "worker": f"threads:{n_threads}", "start": began, "end": ended,
+                            "labels": labels.size, "seconds": ended - began, "bytes": out.nbytes})
+    return collector.result()
+
+
+def data_nbytes(data) -> int:
+    """Bytes of the arrays in a kernel's data (nested tuples of arrays and scalars): what a Dask
+    run sends to every worker."""
+    if isinstance(data, np.ndarray):
+        return int(data.nbytes)
+    if isinstance(data, tuple):
+        return sum(data_nbytes(x) for x in data)
+    return 8
+
+
+def run_blocks(block_fn: Callable, data, prob: Problem, *, cluster=None, n_threads: int, t0_ns: int,
+               iter_fields: tuple[str, ...], label_fields: tuple[str, ...], converged: int, first_iteration: int,
+               prune_threshold: float, rec_len: int, recorder=None, label_extras: Callable[[dict], dict] | None = None,
+               progress: Callable[[int, int], None] | None = None, skip: np.ndarray | None = None,
+               stop: Callable[[], bool] | None = None,
+               on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> BlockResult:
+    """Train every label of `prob` with block_fn(data, labels, W, rec, summ, n_threads=, t0_ns=), a
+    module-level function reading only `data`: on numba threads here (cluster None, train_in_blocks)
+    or as Dask tasks on the (Client, ClusterInfo) pair `cluster` (solvers.distributed), which
+    scatters `data` once and records what comes back exactly as the threads loop does."""
+    if cluster is None:
+        result = train_in_blocks(prob.n_labels, prob.n_features, prob.dim, prob.n_pos,
+                               solve=partial(block_fn, data, n_threads=n_threads, t0_ns=t0_ns),
+                               iter_fields=iter_fields, label_fields=label_fields, converged=converged,
+                               first_iteration=first_iteration, bias_index=prob.bias_index,
+                               prune_threshold=prune_threshold, n_threads=n_threads, rec_len=rec_len,
+                               recorder=recorder, label_extras=label_extras, progress=progress, skip=skip,
+                               stop=stop, on_block=on_block)
+        return result._replace(info={"data_bytes": data_nbytes(data)})
+    from .distributed import train_on_cluster
+
+    plan = BlockPlan(prob.n_features, prob.dim, rec_len, tuple(iter_fields), tuple(label_fields), converged,
+                     first_iteration, prob.bias_index, prune_threshold, label_extras)
+    epoch = time.time() - (time.monotonic_ns() - t0_ns) / 1e9
+    return train_on_cluster(cluster, block_fn, data, plan, prob.n_labels, prob.n_pos, epoch=epoch,
+                            recorder=recorder, progress=progress, skip=skip, stop=stop, on_block=on_block)

@@ -8,7 +8,7 @@ the block's records to the sink and reports progress.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import param
@@ -17,13 +17,7 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import (
-    begin_recording,
-    finish_model,
-    prepare_problem,
-    train_in_blocks,
-    training_rows,
-)
+from .blocks import TrainingRows, begin_recording, finish_model, prepare_problem, run_blocks, training_rows
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
@@ -68,15 +62,39 @@ def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
                          shape=(X.shape[0], rows.colsum.shape[0]))
 
 
+class DismecData(NamedTuple):
+    """What every block's kernel reads: the prepared rows, the positives, the starting point and the
+    solver's constants (built once by the driver; a Dask run scatters it to every worker)."""
+
+    rows: TrainingRows
+    dim: int
+    pos_ptr: np.ndarray
+    pos_rows: np.ndarray
+    init_mode: int
+    init_vec: np.ndarray
+    constants: tuple     # loss, C, eps, cg_eps, max_iter, regularize_bias, bias_index, bias_weight, msi_s, msi_t
+    record: bool
+
+
+def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.ndarray, summ: np.ndarray, *,
+                 n_threads: int, t0_ns: int) -> None:
+    """Train one block of labels on n_threads numba threads (records' wall clock from t0_ns)."""
+    rows = data.rows
+    K.train_block(rows.indptr, rows.indices, rows.data, data.dim, data.pos_ptr, data.pos_rows, labels, data.init_mode,
+                  data.init_vec, rows.colsum, *data.constants, t0_ns, data.record, n_threads, W, rec, summ)
+
+
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
                threads: int | None = None, recorder=None, run: str = "run",
-               progress: Callable[[int, int], None] | None = None,
+               progress: Callable[[int, int], None] | None = None, cluster=None,
                **background) -> SparseModel:
     """Train one Newton-solved linear classifier per label of Y (n x L) on X (n x D).
 
     recorder: a sink (see xcviz.runs.sinks) or None for recording off. progress(done, total) is
-    called after every block of labels. **background: skip, stop and on_block of
-    solvers.blocks.train_in_blocks, for runs that can be cancelled and resumed."""
+    called after every block of labels. cluster: None for numba threads here, or a (Client,
+    ClusterInfo) pair from xcviz.runs.cluster.connect to train the blocks on Dask workers.
+    **background: skip, stop and on_block of solvers.blocks.train_in_blocks, for runs that can be
+    cancelled and resumed."""
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
@@ -85,7 +103,6 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     prob = prepare_problem(X, Y, p.normalize, p.bias)
     rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
-    solve = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
     record = recorder is not None
     rec_len = p.max_iter + 1 if record else 1
 
@@ -100,17 +117,14 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
             init_vec = rows.colsum / prob.n
-
-        def solve_block(labels, W, rec, summ):
-            K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init_mode,
-                          init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
-                          n_threads, W, rec, summ)
-
-        result = train_in_blocks(prob.n_labels, prob.n_features, dim, prob.n_pos, solve=solve_block,
-                                 iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS,
-                                 converged=K.STATUS_CONVERGED, first_iteration=0, bias_index=bias_index,
-                                 prune_threshold=p.prune_threshold, n_threads=n_threads, rec_len=rec_len,
-                                 recorder=recorder, progress=progress, **background)
+        data = DismecData(rows, dim, prob.pos_ptr, prob.pos_rows, init_mode, init_vec,
+                          (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index, p.bias_weight,
+                           p.msi_s, p.msi_t), record)
+        result = run_blocks(dismec_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
+                            iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
+                            first_iteration=0, prune_threshold=p.prune_threshold, rec_len=rec_len,
+                            recorder=recorder, progress=progress, **background)
     return finish_model(result, problem=prob, solver="dismec", params=param_dict(p), bias=p.bias,
                         normalize=p.normalize, iterations_name="newton_iterations",
-                        seconds=time.monotonic() - t_start, n_threads=n_threads, recorder=recorder)
+                        seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
+                        n_threads=n_threads, recorder=recorder)

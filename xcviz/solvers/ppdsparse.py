@@ -6,7 +6,8 @@ there is no pruning step (prune_threshold 0 by default).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from functools import partial
+from typing import Callable, NamedTuple
 
 import numpy as np
 import param
@@ -15,7 +16,7 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models import SparseModel
-from .blocks import begin_recording, finish_model, prepare_problem, train_in_blocks
+from .blocks import TrainingRows, begin_recording, finish_model, prepare_problem, run_blocks
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
@@ -79,13 +80,44 @@ def trivial_objective(n_pos: np.ndarray, n: int, p: PPDSparseParams) -> np.ndarr
     return 0.5 * p.tau / p.bias ** 2 + p.C * n_pos * loss_at_minus_one
 
 
+class PPDSparseData(NamedTuple):
+    """What every block's kernel reads (built once by the driver; a Dask run scatters it)."""
+
+    rows: TrainingRows
+    rownorm2: np.ndarray
+    columns: tuple       # X's columns sorted by magnitude: pointer, rows, values
+    pos_ptr: np.ndarray
+    pos_rows: np.ndarray
+    constants: tuple     # loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias, seed
+    record: bool
+
+
+def ppdsparse_block(data: PPDSparseData, labels: np.ndarray, W: np.ndarray, rec: np.ndarray, summ: np.ndarray, *,
+                    n_threads: int, t0_ns: int) -> None:
+    """Train one block of labels on n_threads numba threads (records' wall clock from t0_ns)."""
+    rows = data.rows
+    K.train_block(rows.indptr, rows.indices, rows.data, data.rownorm2, *data.columns, data.pos_ptr, data.pos_rows,
+                  labels, *data.constants, t0_ns, data.record, n_threads, W, rec, summ)
+
+
+def with_bounds(cols: dict, *, n: int, lam: float, tau: float, C: float, loss: str, bias: float) -> dict:
+    """A block's label records with the paper's bounds and the strict ones (see trivial_objective)."""
+    p = PPDSparseParams(lam=lam, tau=tau, C=C, loss=loss, bias=bias)
+    n_pos_block = cols["n_pos"].astype(float)
+    cols["alpha_bound"], cols["w_bound"] = paper_bounds(n_pos_block, lam)
+    trivial = trivial_objective(n_pos_block, n, p)
+    cols["alpha_bound_strict"] = 2.0 * trivial
+    cols["w_bound_strict"] = trivial / lam if lam > 0 else np.full(trivial.shape, np.inf)
+    return cols
+
+
 def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None = None, *,
                   threads: int | None = None, recorder=None, run: str = "run",
-                  progress: Callable[[int, int], None] | None = None,
+                  progress: Callable[[int, int], None] | None = None, cluster=None,
                   **background) -> SparseModel:
     """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method.
 
-    recorder, progress and **background (skip, stop, on_block) as for fit_dismec."""
+    recorder, progress, cluster and **background (skip, stop, on_block) as for fit_dismec."""
     p = params or PPDSparseParams()
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
@@ -93,37 +125,25 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
     n, rows, dim, bias_index = prob.n, prob.rows, prob.dim, prob.bias_index
     features = sp.csr_matrix((rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64)),
                              shape=(n, dim))[:, :prob.n_features]
-    c_ptr, c_row, c_val = _columns_by_magnitude(features)
     rownorm2 = np.bincount(np.repeat(np.arange(n), np.diff(rows.indptr.astype(np.int64))), weights=rows.data ** 2,
                            minlength=n)
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.HINGE
     record = recorder is not None
     rec_len = p.max_iter if record else 1
+    data = PPDSparseData(rows, rownorm2, _columns_by_magnitude(features), prob.pos_ptr, prob.pos_rows,
+                         (loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps, p.max_iter,
+                          bias_index, float(p.bias), p.seed), record)
 
     with using_threads(threads) as n_threads:
         if record:
             begin_recording(recorder, run=run, solver="ppdsparse", params=param_dict(p), n_threads=n_threads,
                             problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
-
-        def solve_block(labels, W, rec, summ):
-            K.train_block(rows.indptr, rows.indices, rows.data, rownorm2, c_ptr, c_row, c_val, prob.pos_ptr,
-                          prob.pos_rows,
-                          labels, loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps,
-                          p.max_iter, bias_index, float(p.bias), p.seed, t0_ns, record, n_threads, W, rec, summ)
-
-        def with_bounds(cols):
-            n_pos_block = cols["n_pos"].astype(float)
-            cols["alpha_bound"], cols["w_bound"] = paper_bounds(n_pos_block, p.lam)
-            trivial = trivial_objective(n_pos_block, n, p)
-            cols["alpha_bound_strict"] = 2.0 * trivial
-            cols["w_bound_strict"] = trivial / p.lam if p.lam > 0 else np.full(trivial.shape, np.inf)
-            return cols
-
-        result = train_in_blocks(prob.n_labels, prob.n_features, dim, prob.n_pos, solve=solve_block,
-                                 iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS,
-                                 converged=K.STATUS_CONVERGED, first_iteration=1, bias_index=bias_index,
-                                 prune_threshold=p.prune_threshold, n_threads=n_threads, rec_len=rec_len,
-                                 recorder=recorder, label_extras=with_bounds, progress=progress, **background)
+        extras = partial(with_bounds, n=n, lam=p.lam, tau=p.tau, C=p.C, loss=p.loss, bias=p.bias)
+        result = run_blocks(ppdsparse_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
+                            iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
+                            first_iteration=1, prune_threshold=p.prune_threshold, rec_len=rec_len,
+                            recorder=recorder, label_extras=extras, progress=progress, **background)
     return finish_model(result, problem=prob, solver="ppdsparse", params=param_dict(p), bias=p.bias,
                         normalize=p.normalize, iterations_name="outer_iterations",
-                        seconds=time.monotonic() - t_start, n_threads=n_threads, recorder=recorder)
+                        seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
+                        n_threads=n_threads, recorder=recorder)

@@ -23,6 +23,7 @@ from .launch import LaunchPanel
 from .records import PlotRun
 from .run_view import RunView
 from .runs_table import RunsTable
+from .workers_view import WorkersView
 
 
 def _progress_text(name: str, row: dict) -> str:
@@ -47,6 +48,7 @@ class Dashboard:
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
         self.export = ExportButtons(self.store, self.runs.ticked)
         self.inspector = LabelInspector()
+        self.workers = WorkersView(self.store)
         self.progress = pn.Column()
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
         # the runs launched from this page, or those training when it opened; shown while none is ticked
@@ -70,6 +72,7 @@ class Dashboard:
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
+        self.workers.forget(run)
         self.watched = [r for r in self.watched if r != run]
         if run in self._bars:
             self.progress.remove(self._bars.pop(run)[2])
@@ -93,6 +96,7 @@ class Dashboard:
         runs = self.live.update(self._rows, self.shown())
         self._update_progress(runs)
         self.inspector.show(runs)
+        self.workers.update(self._rows, list(runs))
         total = sum(len(r.records.iterations) for r in runs.values())
         self.status.object = f"records shown: {total} (runs shown: {len(runs)})"
 
@@ -121,7 +125,8 @@ class Dashboard:
         """The page; refreshes itself once a second while it is open."""
         sidebar = pn.Column(pn.pane.Markdown("# xcviz"), self.launcher.panel(), self.launch_message, width=300)
         tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
-                       ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width", dynamic=True)
+                       ("Label inspector", self.inspector.panel()), ("Workers", self.workers.panel()),
+                       sizing_mode="stretch_width", dynamic=True)
         main = pn.Column(pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
                          self.status, tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)

@@ -13,6 +13,7 @@ import panel as pn
 import param
 
 from ..engine.threads import max_threads
+from ..runs.cluster import MAX_LOCAL_WORKERS
 from ..runs.spec import RunSpec
 from ..solvers import SOLVERS
 
@@ -44,6 +45,35 @@ def variant_objects(params: param.Parameterized, name: str) -> list:
     return list(getattr(p, "objects", None) or [p.default])
 
 
+class BackendChoice:
+    """Where the runs train: numba threads in the run's process, a local Dask cluster of N worker
+    processes (each with the panel's Threads), or an existing scheduler's address."""
+
+    def __init__(self) -> None:
+        self.kind = pn.widgets.RadioButtonGroup(options=["threads", "local cluster", "scheduler"], value="threads",
+                                                width=WIDTH, name="Run on")
+        self.workers = pn.widgets.IntInput(name="Workers (processes)", start=1, end=MAX_LOCAL_WORKERS, value=2,
+                                           width=WIDTH, visible=False)
+        self.address = pn.widgets.TextInput(name="Scheduler address", placeholder="tcp://HOST:8786", width=WIDTH,
+                                            visible=False)
+        self.kind.param.watch(self._show, "value")
+
+    def _show(self, _event=None) -> None:
+        self.workers.visible = self.kind.value == "local cluster"
+        self.address.visible = self.kind.value == "scheduler"
+
+    def cluster(self, threads: int) -> str | None:
+        """The spec's `cluster` value (the spec checks it)."""
+        if self.kind.value == "local cluster":
+            return f"local:{self.workers.value}x{threads}"
+        if self.kind.value == "scheduler":
+            return self.address.value.strip()
+        return None
+
+    def panel(self) -> pn.Column:
+        return pn.Column(pn.pane.Markdown("Run on", margin=(0, 10)), self.kind, self.workers, self.address)
+
+
 class LaunchPanel:
     """Widgets for one comparison; `specs()` gives one run spec per selected variant."""
 
@@ -53,6 +83,7 @@ class LaunchPanel:
         self.solver = pn.widgets.Select(label="Solver", options=list(SOLVERS), value=next(iter(SOLVERS)), width=WIDTH)
         self.variants = pn.widgets.MultiChoice(label="Variants to compare", width=WIDTH)
         self.threads = pn.widgets.IntInput(label="Threads", start=1, end=max_threads(), value=1, width=WIDTH)
+        self.backend = BackendChoice()
         self.params_box = pn.Column()
         self.compare_button = pn.widgets.Button(label="Compare", color="primary")
         self.solver.param.watch(lambda _e: self._build(), "value")
@@ -79,9 +110,10 @@ class LaunchPanel:
         values = {k: v for k, v in self.params.param.values().items() if k not in ("name", solver.compare)}
         stem = Path(dataset).name.partition("_train.txt")[0]
         return [RunSpec(dataset=dataset, test=test, solver=solver.name, params={**values, solver.compare: variant},
-                        threads=self.threads.value, name=f"{stem}-{variant}").validate()
+                        threads=self.threads.value, name=f"{stem}-{variant}",
+                        cluster=self.backend.cluster(self.threads.value)).validate()
                 for variant in self.variants.value or [self.params.param[solver.compare].default]]
 
     def panel(self) -> pn.Column:
         return pn.Column(pn.pane.Markdown("### Launch"), self.dataset, self.solver, self.variants, self.threads,
-                         self.compare_button, self.params_box)
+                         self.backend.panel(), self.compare_button, self.params_box)
