@@ -69,11 +69,12 @@ def test_bad_parameters_are_refused(small):
 @pytest.fixture(scope="module")
 def bibtex_runs():
     """Every mode on Bibtex-multiclass (multi-label rows replicated: 11,616 training copies),
-    lambda = 1e-3; under CI the first 1,500 training rows."""
+    lambda = 1e-3; under CI the first 1,500 training rows. alpha = 0.13 N: a step of 0.13 / sqrt(t)
+    per (row, class) pair (1,500 on the whole of Bibtex)."""
     train, test = load("bibtex")
     if CI:
         train = Dataset(X=train.X[:1500], Y=train.Y[:1500], name="bibtex-1500")
-    common = dict(lam=1e-3, alpha=1500.0)
+    common = dict(lam=1e-3, alpha=0.13 * train.Y.nnz)
     runs = {}
     for mode, epochs in (("lbfgs", 300), ("sync", 25), ("async", 25), ("lc", 12)):
         model = fit_dsmlr(train.X, train.Y, DsmlrParams(mode=mode, epochs=epochs, **common), threads=2)
@@ -119,6 +120,32 @@ def test_a_background_run_trains_and_summarises(tmp_path):
 
 
 # ---- Dask
+
+def test_a_background_run_with_a_cluster_spec_trains_sync_on_dask(tmp_path):
+    """The run spec's `cluster` reaches DS-MLR: local:2x1 starts a Dask LocalCluster for the run;
+    the stored model is the threads sync model; other modes are refused on a cluster."""
+    from xcviz.data.synthetic import split
+    from xcviz.data.textio import write_xc
+
+    ds = generate(500, 40, 10, multiclass=True, avg_nnz=8, seed=7)
+    train, test = split(ds, 0.3, seed=1)
+    write_xc(tmp_path / "c_train.txt", train)
+    write_xc(tmp_path / "c_test.txt", test)
+    params = {"mode": "sync", "epochs": 2, "grid": 4, "alpha": 100.0, "lam": 1e-3}
+    store = RunStore(tmp_path / "home")
+    spec = RunSpec(dataset=str(tmp_path / "c_train.txt"), test=str(tmp_path / "c_test.txt"), solver="dsmlr",
+                   params=params, threads=1, cluster="local:2x1", name="dsmlr-dask").validate()
+    row = wait(store, launch(spec, store), timeout=600)
+    assert row["status"] == "done", row["error"]
+    assert row["summary"]["cluster"] == "local:2x1" and row["summary"]["workers"] == 2
+    from xcviz.models import SparseModel
+
+    stored = SparseModel.load(store.run_dir(row["id"]) / "model")
+    threads = fit_dsmlr(train.X, train.Y, DsmlrParams(**params), threads=1)
+    assert (stored.weights != threads.weights).nnz == 0 and np.array_equal(stored.bias_weights, threads.bias_weights)
+    with pytest.raises(ValueError, match="mode 'sync' only"):
+        fit_dsmlr(train.X, train.Y, DsmlrParams(mode="async"), client=object())
+
 
 @pytest.fixture(scope="module")
 def client():

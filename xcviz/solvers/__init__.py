@@ -1,6 +1,7 @@
 """Solver drivers, one per family, registered by name."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +25,12 @@ class Solver:
     fit: Callable
     compare: str
     multiclass: bool = False
+
+    @property
+    def distributes(self) -> bool:
+        """Whether the family runs on a Dask cluster: a one-vs-all one by label blocks, a
+        multiclass one when its fit takes a `cluster` (DS-MLR's sync mode)."""
+        return not self.multiclass or "cluster" in inspect.signature(self.fit).parameters
 
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]

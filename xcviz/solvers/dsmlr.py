@@ -271,14 +271,20 @@ def _check(prob: Problem, p: DsmlrParams) -> None:
 
 def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: int | None = None, recorder=None,
               run: str = "run", progress: Callable[[int, int], None] | None = None,
-              stop: Callable[[], bool] | None = None, validation=None, client=None, **_background) -> SparseModel:
+              stop: Callable[[], bool] | None = None, validation=None, client=None, cluster=None,
+              **_background) -> SparseModel:
     """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids).
 
     validation: (X, Y) whose accuracy and macro-F1 are recorded. client: a dask.distributed
-    Client for `sync` on Dask (xcviz.solvers.dsmlr_dask). progress(outer iterations done, all);
+    Client for `sync` on Dask (xcviz.solvers.dsmlr_dask); cluster: the (Client, ClusterInfo) of
+    xcviz.runs.cluster (the run spec's `cluster`), the same. progress(outer iterations done, all);
     stop() is asked between outer iterations (a stopped run returns the model so far)."""
     p = params or DsmlrParams()
     t_start = time.monotonic()
+    if cluster is not None:
+        client = cluster[0]
+    if client is not None and p.mode != "sync":
+        raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
     prob = prepare(X, Y, p.normalize, p.bias)
     _check(prob, p)
     val = None
@@ -385,6 +391,8 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
             "threads": n_threads, "workers": n_workers, "grid": G, "n_train": N, "n_rows": prob.n_rows,
             "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"],
             "w_memory_mb": W.nbytes / 2**20}
+    if cluster is not None:
+        info.update(cluster=cluster[1].cluster, cluster_start_seconds=cluster[1].cluster_start_seconds)
     bias_weights = W[:, -1].copy() if p.bias > 0 else np.zeros(n_classes)
     weights = sp.csr_matrix(W[:, :-1] if p.bias > 0 else W)
     model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
