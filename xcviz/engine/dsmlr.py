@@ -163,8 +163,8 @@ def phase_b_grid(indptr, indices, data, lab_ptr, lab_idx, row_order, row_ptr, cl
 @njit(cache=True, nogil=True, parallel=True)
 def exact_b(indptr, indices, data, lab_ptr, lab_idx, class_ptr, V, scale, n_chunks, b_out, true_out):
     """Phase B: b_out[i] = -log sum_k exp(w_k.x_i), combined over the class blocks of class_ptr in
-    order; true_out[i] = sum of w_y.x_i over the row's classes y. Rows are split into n_chunks fixed chunks (any thread count
-    gives the same numbers)."""
+    order; true_out[i] = sum of w_y.x_i over the row's classes y. Rows are split into n_chunks
+    fixed chunks (any thread count gives the same numbers)."""
     n = indptr.shape[0] - 1
     n_blocks = class_ptr.shape[0] - 1
     for chunk in prange(n_chunks):
@@ -177,7 +177,8 @@ def exact_b(indptr, indices, data, lab_ptr, lab_idx, class_ptr, V, scale, n_chun
         ss = np.zeros(hi - lo)
         tr = np.zeros(hi - lo)
         for c in range(n_blocks):
-            partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale, pm, ps, tr)
+            partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale,
+                        pm, ps, tr)
             for r in range(hi - lo):
                 mm[r], ss[r] = combine_lse(mm[r], ss[r], pm[r], ps[r])
         for r in range(hi - lo):
@@ -282,7 +283,8 @@ def async_epoch(indptr, indices, data, lab_ptr, lab_idx, b, row_order, row_ptr, 
                 t1 = monotonic_ns()
                 clips[p] += sgd_block(indptr, indices, data, lab_ptr, lab_idx, b, rows, class_ptr[c], class_ptr[c + 1],
                                       0, V, scale, step, lam, clip)
-                partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale, pm, ps, tr)
+                partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale,
+                        pm, ps, tr)
                 for r in range(hi - lo):
                     mm[r], ss[r] = combine_lse(mm[r], ss[r], pm[r], ps[r])
                 seen[c] = True
