@@ -25,7 +25,7 @@ from .dsmlr import Problem, State, ThreadSync
 
 def _row_block(prob: Problem, rows: np.ndarray) -> tuple:
     """The CSR rows and class lists of `rows`, re-indexed from 0, as a tuple of arrays."""
-    starts, ends = prob.indptr[rows], prob.indptr[rows + 1]
+    starts, ends = prob.indptr[rows].astype(np.int64), prob.indptr[rows + 1].astype(np.int64)
     take = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) if rows.size else np.zeros(0, np.int64)
     indptr = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
     ls, le = prob.lab_ptr[rows], prob.lab_ptr[rows + 1]
