@@ -69,14 +69,16 @@ def test_bad_parameters_are_refused(small):
 @pytest.fixture(scope="module")
 def bibtex_runs():
     """Every mode on Bibtex-multiclass (multi-label rows replicated: 11,616 training copies),
-    lambda = 1e-3; under CI the first 1,500 training rows. alpha = 0.13 N: a step of 0.13 / sqrt(t)
-    per (row, class) pair (1,500 on the whole of Bibtex)."""
+    lambda = 1e-3; under CI the first 1,500 training rows (alpha = 0.13 N, a step of 0.13 / sqrt(t)
+    per (row, class) pair, 25 outer iterations). On the whole of Bibtex 0.13 N reaches the objective
+    but its test accuracy swings by +-0.3 points from one iteration to the next: 0.1 N and 40."""
     train, test = load("bibtex")
     if CI:
         train = Dataset(X=train.X[:1500], Y=train.Y[:1500], name="bibtex-1500")
-    common = dict(lam=1e-3, alpha=0.13 * train.Y.nnz)
+    common = dict(lam=1e-3, alpha=(0.13 if CI else 0.1) * train.Y.nnz)
+    sgd_epochs = 25 if CI else 40
     runs = {}
-    for mode, epochs in (("lbfgs", 300), ("sync", 25), ("async", 25), ("lc", 12)):
+    for mode, epochs in (("lbfgs", 300), ("sync", sgd_epochs), ("async", sgd_epochs), ("lc", 12)):
         model = fit_dsmlr(train.X, train.Y, DsmlrParams(mode=mode, epochs=epochs, **common), threads=2)
         runs[mode] = (model.info["objective"], evaluate(model, test, threads=2)["accuracy"])
     return runs
