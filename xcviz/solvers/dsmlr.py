@@ -189,7 +189,13 @@ class State:
     b: np.ndarray
 
     def W(self) -> np.ndarray:
+        """A copy of W (V keeps its scales: folding would change the next steps' rounding)."""
         return self.V * self.scale[:, None]
+
+    def folded(self) -> np.ndarray:
+        """W without a copy, the scales folded into V: for the end of training."""
+        K_.fold_all(self.V, self.scale)
+        return self.V
 
 
 class ThreadSync:
@@ -328,7 +334,8 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
             if p.optimum is not None:
                 row["optimum_gap"] = (objective - p.optimum) / max(abs(p.optimum), 1e-300)
             row.update(extra)
-            row.update(evaluate(W))
+            if evaluate.prob is not None:
+                row.update(evaluate(W()))
             clock["last"] = train_wall
             if recorder is not None:
                 cols = {k: np.full(n_workers, v, dtype=float) for k, v in row.items() if k not in WORKER_FIELDS}
@@ -341,7 +348,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
 
         objective0 = float(np.log(n_classes))  # L1(0)
         if recorder is not None or val is not None:
-            record(0, 0.0, objective0, None, st.b, st.W(), {}, {"clipped": 0})
+            record(0, 0.0, objective0, None, st.b, st.W, {}, {"clipped": 0})
         cancelled, done = False, 0
         objective = objective0
         if p.mode == "lbfgs":
@@ -376,7 +383,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
                         true = engine.phase_b(st)
                         b_used = b_old
                 objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
-                record(t, eta, objective, b_used, st.b, st.W(), workers, extra)
+                record(t, eta, objective, b_used, st.b, st.W, workers, extra)
                 if p.mode == "async":
                     st.b[:] = b_used  # the workers go on with their own b
                 done = t
@@ -385,20 +392,35 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
         if engine is not None and hasattr(engine, "close"):
             engine.close()
     seconds = time.monotonic() - t_start - clock["measure"]
-    W = st.W()
+    W = st.folded()
     info = {"mode": p.mode, "train_seconds": seconds, "epochs_done": done, "epoch_seconds": seconds / max(done, 1),
             "threads": n_threads, "workers": n_workers, "grid": G, "n_train": N, "n_rows": prob.n_rows,
             "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"],
             "w_memory_mb": W.nbytes / 2**20}
     if cluster is not None:
         info.update(cluster=cluster[1].cluster, cluster_start_seconds=cluster[1].cluster_start_seconds)
-    bias_weights = W[:, -1].copy() if p.bias > 0 else np.zeros(n_classes)
-    weights = sp.csr_matrix(W[:, :-1] if p.bias > 0 else W)
+    bias_weights, weights = _model_weights(W, p.bias > 0)
     model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
                         solver="dsmlr", params=values, info=info)
     if recorder is not None:
         recorder.end(info)
     return model
+
+
+def _model_weights(W: np.ndarray, has_bias: bool) -> tuple[np.ndarray, sp.csr_matrix]:
+    """(bias weights, feature weights as CSR with every entry stored) from the dense K x D' W,
+    without a copy of W: the bias column is squeezed out in place, row after row (each row moves
+    left, never over a row not yet moved), and the CSR values are a view of W's memory. W is
+    unusable afterwards. The index array (int32) is the only new K x D array."""
+    k, width = W.shape
+    bias_weights = W[:, -1].copy() if has_bias else np.zeros(k)
+    d = width - 1 if has_bias else width
+    flat = W.reshape(-1)
+    if has_bias:
+        for r in range(k):
+            flat[r * d:(r + 1) * d] = flat[r * width:r * width + d]
+    indices = np.tile(np.arange(d, dtype=np.int32), k)
+    return bias_weights, sp.csr_matrix((flat[:k * d], indices, np.arange(k + 1, dtype=np.int64) * d), shape=(k, d))
 
 
 def _phase_b(prob: Problem, st: State) -> np.ndarray:
@@ -447,7 +469,7 @@ def _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start):
         st.V[:] = intermediate_result.x.reshape(st.V.shape)
         _phase_b(prob, st)
         clock["measure"] += time.monotonic() - t0
-        record(evals[0], 0.0, state["f"], None, st.b, st.V, {}, {}, iteration=state["iter"])
+        record(evals[0], 0.0, state["f"], None, st.b, lambda: st.V, {}, {}, iteration=state["iter"])
         if progress is not None:
             progress(state["iter"], p.epochs)
         if stop is not None and stop():
