@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dsmlr_bench import bench_dsmlr
+from dsmlr_bench import render as render_dsmlr
 from memoir import bench_memoir
 from memoir import render as render_memoir
 from xcviz import metrics
@@ -237,7 +239,11 @@ def _replace_section(out: Path, name: str) -> None:
     if name == "memoir":
         lines = render_memoir(bench_memoir())
         start = old.index(lines[0])
-        end = old.index("## Dask\n") if "## Dask\n" in old else old.index("## Dashboard responsiveness")
+        end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
+    elif name == "dsmlr":  # its own section, after MEMOIR's
+        lines = render_dsmlr(bench_dsmlr())
+        end = next(old.index(h) for h in ("## Dask\n", "## Dashboard responsiveness") if h in old)
+        start = old.index(lines[0]) if lines[0] in old else end
     elif name == "dask":  # benchmarks/dask_bench.py, beside this file; its section precedes the dashboard's
         lines = __import__("dask_bench").section()
         end = old.index("## Dashboard responsiveness")
@@ -245,14 +251,14 @@ def _replace_section(out: Path, name: str) -> None:
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dask") else "\n") + old[end:])
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask") else "\n") + old[end:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dashboard", "dask"],
+    parser.add_argument("--only", choices=["memoir", "dsmlr", "dashboard", "dask"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -260,6 +266,8 @@ def main() -> None:
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
+    print("benchmarking DS-MLR modes ...", file=sys.stderr)
+    memoir_lines += render_dsmlr(bench_dsmlr())
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)

@@ -44,7 +44,7 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     if validation is not None and family.multiclass:
         held_out = _as_dataset(validation)
         extra["validation"] = (held_out.X, held_out.Y)
-    if cluster is not None and family.multiclass:
+    if cluster is not None and not family.distributes:
         raise ValueError(f"solver {solver!r} trains all classes at once: it has no label blocks to distribute")
     with cluster_client(cluster, threads) as session:
         if session is not None:

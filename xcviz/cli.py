@@ -114,7 +114,7 @@ def _solver_params(args: argparse.Namespace) -> dict:
     params = _parse_sets(args.set)
     check_param_types(args.solver, params)
     chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
-              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs}
+              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs, "mode": args.mode}
     params.update({k: v for k, v in chosen.items() if v is not None})
     if args.no_normalize:
         params["normalize"] = False
@@ -153,11 +153,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = {"dataset": args.dataset, "solver": args.solver, "threads": model.info["threads"],
                "n_train": model.info.get("n_train", train_ds.n), "train_seconds": round(model.info["train_seconds"], 4),
                "model_nnz": model.nnz}
-    summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs") if k in model.params})
+    summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs", "mode")
+                    if k in model.params})
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
     summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
     if multiclass:
-        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error")
+        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error", "objective")
                         if k in model.info})
     if test_ds is not None:
         summary["n_test"] = test_ds.n
@@ -287,7 +288,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
-    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir")
+    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir | dsmlr")
     p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
     p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
     p.add_argument("--C", type=float, help="loss weight (default 1)")
@@ -295,7 +296,8 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's)")
     p.add_argument("--variant", help="memoir: l2 (Algorithm 1, default) | l1 (Algorithm 2)")
     p.add_argument("--oracle", help="memoir: exact (default) | random | simplelsh | hnsw | spherical")
-    p.add_argument("--epochs", type=int, help="memoir: passes over the data (default 5)")
+    p.add_argument("--epochs", type=int, help="memoir: passes over the data (default 5); dsmlr: outer iterations (20)")
+    p.add_argument("--mode", help="dsmlr: sync (default) | async | lbfgs | lc")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--cluster", help="train label blocks on Dask: local:N (N worker processes) or local:NxT "

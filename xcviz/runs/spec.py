@@ -73,7 +73,7 @@ class RunSpec:
             cluster = parse_cluster(self.cluster)
         except ValueError as exc:
             raise SpecError(f"spec field 'cluster': {exc}") from None
-        if cluster is not None and self.solver in SOLVERS and SOLVERS[self.solver].multiclass:
+        if cluster is not None and self.solver in SOLVERS and not SOLVERS[self.solver].distributes:
             raise SpecError(f"spec field 'cluster': solver {self.solver!r} trains all classes at once, "
                             "it has no label blocks to distribute")
         if not isinstance(self.params, dict):

@@ -102,13 +102,17 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     """A multiclass run trains all classes at once: a resumed run starts again from scratch (its
     earlier records are dropped), a cancelled one keeps the model of its last finished batch."""
     store.clear_records(run)
-    model = get_solver(spec.solver).fit(
-        train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
-        recorder=SqliteSink(store, run), run=run, progress=lambda done, total: store.update(run, done=done, total=total),
-        stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y))
+    with cluster_client(spec.cluster, spec.threads) as cluster:
+        model = get_solver(spec.solver).fit(
+            train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
+            recorder=SqliteSink(store, run), run=run,
+            progress=lambda done, total: store.update(run, done=done, total=total),
+            stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y),
+            **({"cluster": cluster} if cluster else {}))
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"
-    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error")
+    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error", "mode",
+                                          "objective", *CLUSTER_KEYS)
                if k in model.info}
     summary["model_nnz"] = model.nnz
     if status == "done" and test is not None:

@@ -1,12 +1,14 @@
 """Solver drivers, one per family, registered by name."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable
 
 import param
 
 from .dismec import DismecParams, fit_dismec
+from .dsmlr import DsmlrParams, fit_dsmlr
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict
 from .ppdsparse import PPDSparseParams, fit_ppdsparse
@@ -24,12 +26,19 @@ class Solver:
     compare: str
     multiclass: bool = False
 
+    @property
+    def distributes(self) -> bool:
+        """Whether the family runs on a Dask cluster: a one-vs-all one by label blocks, a
+        multiclass one when its fit takes a `cluster` (DS-MLR's sync mode)."""
+        return not self.multiclass or "cluster" in inspect.signature(self.fit).parameters
+
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
                                "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
-                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True)}
+                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True),
+                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True)}
 
 
 def get_solver(name: str) -> Solver:

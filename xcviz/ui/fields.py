@@ -30,6 +30,13 @@ FIELDS: dict[str, Field] = {
     "query_seconds": Field("oracle query seconds", True),
     "update_seconds": Field("update seconds", True),
     "accuracy": Field("accuracy", False),
+    # DS-MLR (xcviz.solvers.dsmlr); the per-worker fields are drawn as bands over workers
+    "optimum_gap": Field("(L1 - reference optimum) / |optimum|", True),
+    "variational_gap": Field("variational gap L2(W, b_old) - L1(W)", True),
+    "macro_f1": Field("macro-F1", False),
+    "compute_seconds": Field("compute seconds per worker", False),
+    "idle_seconds": Field("idle seconds per worker", False),
+    "queue_length": Field("longest queue per worker", False),
 }
 # a field that a more telling derived field replaces when both are there
 REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction"}

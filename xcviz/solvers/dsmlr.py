@@ -1,0 +1,483 @@
+"""DS-MLR: multinomial logistic regression in its doubly separable form, and its baselines.
+
+Modes (the parameter Compare varies):
+- `sync`: Algorithm 1 on numba threads: rows and classes in a fixed G x G grid, G inner epochs of
+  disjoint (row block, class block) pairs per outer iteration, then phase B computes every b_i
+  exactly. The model does not depend on the thread count (nor on the backend: the Dask run of
+  `xcviz.solvers.dsmlr_dask` gives the same model).
+- `async`: Algorithm 2 (NOMAD-style): class blocks circulate through per-thread queues; a thread
+  refreshes its own b after seeing every class block. Not deterministic: the order in which
+  blocks meet threads depends on the scheduler.
+- `lbfgs`: scipy's L-BFGS on the exact objective (2), with a parallel numba gradient.
+- `lc`: the Log-Concavity baseline (Gopal & Yang): alternate the exact b with the K independent
+  per-class problems at fixed b, each solved by truncated Newton (engine.newton's CG).
+
+Preprocessing: rows L2-normalised (Theorem 1 assumes bounded rows), a bias feature of value
+`bias` appended and regularised like every other weight. A multi-label row stands for one copy
+per label (the objective is that of the replicated data set, N = number of copies) but keeps one
+row and one b: the SGD steps of its copies are summed into one step, the same expected step at
+1/n_i of the cost. Start: W = 0 and b_i = -log K, the exact b at W = 0; the paper's listings
+initialise "b = 1/K", which is a_i = e^{b_i}, not b_i.
+
+Step: eta_t = alpha / (N K sqrt(t)) in outer iteration t = 1, 2, ...: alpha is the step one
+epoch's N K updates add up to (the per-epoch equivalent), decaying as Theorem 1 assumes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import param
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from ..engine import dsmlr as K_
+from ..engine.sparse import prepare_rows
+from ..engine.threads import using_threads
+from ..metrics import macro_f1
+from ..models import SparseModel
+from .params import param_dict
+
+MODES = ("sync", "async", "lbfgs", "lc")
+B_QUANTILES = {"b_p05": 0.05, "b_p50": 0.5, "b_p95": 0.95}
+D_QUANTILES = {"d_p50": 0.5, "d_p95": 0.95, "d_max": 1.0}
+# shared by every worker's row of an outer iteration
+SHARED_FIELDS = ("wall", "seconds", "epoch", "eta", "objective", "surrogate", "variational_gap", "optimum_gap",
+                 *B_QUANTILES, *D_QUANTILES, "clipped", "accuracy", "macro_f1")
+# one value per worker (the record's label is the worker)
+WORKER_FIELDS = ("compute_seconds", "idle_seconds", "bytes_moved", "blocks", "queue_length")
+ITER_FIELDS = SHARED_FIELDS + WORKER_FIELDS
+
+
+class DsmlrParams(param.Parameterized):
+    """DS-MLR's parameters and those of its baselines."""
+
+    mode = param.Selector(default="sync", objects=list(MODES), doc=(
+        "sync: Algorithm 1 (G x G grid, deterministic); async: Algorithm 2 (NOMAD queues, not "
+        "deterministic); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
+    lam = param.Number(default=1e-4, bounds=(1e-12, 1e3), doc="L2 regularisation lambda of (2).")
+    alpha = param.Number(default=1000.0, bounds=(1e-6, 1e9), doc=(
+        "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t)."))
+    epochs = param.Integer(default=20, bounds=(1, 10**5), doc=(
+        "Outer iterations T (sync, async: epochs over all N K pairs; lc: b/W alternations; lbfgs: iterations)."))
+    grid = param.Integer(default=16, bounds=(1, 4096), doc=(
+        "G of the G x G grid of sync (row blocks x class blocks), independent of the thread count; "
+        "async uses G class blocks over one row block per thread. At most K and N."))
+    clip = param.Number(default=20.0, bounds=(1.0, 700.0), doc=(
+        "Exponents w_k.x_i + b_i above this are clipped in the SGD steps (a stale b can make them large); "
+        "clips are counted in the records."))
+    lc_newton = param.Integer(default=5, bounds=(1, 1000), doc="lc: Newton steps per class and outer iteration, at most.")
+    lc_tol = param.Number(default=0.1, bounds=(1e-12, 1.0), doc=(
+        "lc: a class's Newton stops when its gradient norm falls below this fraction of its starting one."))
+    normalize = param.Boolean(default=True, doc="L2-normalise every row (Theorem 1 assumes ||x|| <= r).")
+    bias = param.Number(default=1.0, bounds=(0.0, 1e3), doc="Value of the regularised bias feature (0 = none).")
+    optimum = param.Number(default=None, allow_None=True, bounds=(-1e12, 1e12), doc=(
+        "A reference optimum of (2), e.g. L-BFGS's: records then hold (L1 - optimum) / |optimum|."))
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the row-block assignment and the shuffles.")
+
+
+@dataclass
+class Problem:
+    """Training rows as the kernels take them: CSR with the bias column, the sorted classes of
+    every row (lab_ptr, lab_idx; a row with n_i classes counts n_i times, N = their sum)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    lab_ptr: np.ndarray
+    lab_idx: np.ndarray
+    n_classes: int
+    dim: int
+
+    @property
+    def n_rows(self) -> int:
+        return self.indptr.shape[0] - 1
+
+    @property
+    def n_total(self) -> int:
+        return int(self.lab_ptr[-1])
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.diff(self.lab_ptr).astype(np.float64)
+
+
+def class_sets(Y, n_rows: int) -> tuple[sp.csr_matrix, int]:
+    """Y (a 0/1 matrix or a vector of class ids) as a CSR 0/1 matrix with sorted indices."""
+    if sp.issparse(Y):
+        Y = sp.csr_matrix(Y)
+        if Y.shape[0] != n_rows:
+            raise ValueError(f"Y has {Y.shape[0]} rows, X has {n_rows}")
+        Y = sp.csr_matrix((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
+        Y.sum_duplicates()
+        Y.sort_indices()
+        return Y, Y.shape[1]
+    y = np.asarray(Y, np.int64)
+    if y.ndim != 1 or y.size != n_rows:
+        raise ValueError(f"class ids must be a vector of length {n_rows}, got shape {y.shape}")
+    if y.size and y.min() < 0:
+        raise ValueError("class ids must be non-negative")
+    k = int(y.max()) + 1 if y.size else 0
+    return sp.csr_matrix((np.ones(y.size), y, np.arange(y.size + 1)), shape=(y.size, k)), k
+
+
+def prepare(X: sp.spmatrix, Y, normalize: bool, bias: float, dim: int | None = None,
+            n_classes: int | None = None) -> Problem:
+    """The Problem of (X, Y); rows without a class are dropped. dim / n_classes: those of the
+    training data (for a validation set)."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    Ys, k = class_sets(Y, X.shape[0])
+    keep = np.flatnonzero(np.diff(Ys.indptr) > 0)
+    if keep.size < X.shape[0]:
+        X, Ys = X[keep], Ys[keep]
+    n_features = X.shape[1] if dim is None else dim - (1 if bias > 0 else 0)
+    if X.shape[1] > n_features:
+        X = X[:, :n_features]
+    X.sort_indices()
+    # one preprocessed copy, kept as it comes (uint64 / uint32 indices): 12 bytes per non-zero
+    indptr, indices, data, _ = prepare_rows(X.indptr, X.indices, X.data, n_features, normalize, bias)
+    return Problem(indptr, indices, data, Ys.indptr.astype(np.int64), Ys.indices.astype(np.int64),
+                   k if n_classes is None else n_classes, n_features + (1 if bias > 0 else 0))
+
+
+def splits(n: int, parts: int) -> np.ndarray:
+    """Boundaries of `parts` contiguous, near-equal ranges of range(n)."""
+    return (np.arange(parts + 1) * n) // parts
+
+
+def objective_parts(prob: Problem, V: np.ndarray, scale: np.ndarray, lam: float, b: np.ndarray,
+                    true: np.ndarray) -> float:
+    """L1(W) from phase B's output: lam/2 ||W||^2 - (1/N) sum w_y.x - (1/N) sum n_i b_i (b exact)."""
+    return 0.5 * lam * K_.squared_norm(V, scale) - (true.sum() + prob.weights @ b) / prob.n_total
+
+
+def variational_gap(prob: Problem, b_old: np.ndarray, b_new: np.ndarray) -> tuple[float, np.ndarray]:
+    """(1/N) sum_i n_i (e^d - 1 - d) with d = b_old - b_new (= L2(W, b_old) - L1(W)), and |d|."""
+    d = b_old - b_new
+    return float(prob.weights @ (np.expm1(d) - d) / prob.n_total), np.abs(d)
+
+
+class Evaluator:
+    """Test accuracy and macro-F1 of a W on a validation Problem (its rows' copies counted as
+    a replicated multiclass test set: a copy is right when the top class is its class)."""
+
+    def __init__(self, prob: Problem | None) -> None:
+        self.prob = prob
+        if prob is not None:
+            self.X = sp.csr_matrix((prob.data, prob.indices, prob.indptr), shape=(prob.n_rows, prob.dim))
+            self.truth = prob.lab_idx
+            self.copies = np.diff(prob.lab_ptr)
+
+    def __call__(self, W: np.ndarray) -> dict:
+        if self.prob is None or self.prob.n_rows == 0:
+            return {}
+        top = np.empty(self.prob.n_rows, np.int64)
+        for lo in range(0, self.prob.n_rows, 2048):
+            top[lo:lo + 2048] = np.asarray(self.X[lo:lo + 2048] @ W.T).argmax(axis=1)
+        predicted = np.repeat(top, self.copies)
+        return {"accuracy": float(np.mean(predicted == self.truth)), "macro_f1": macro_f1(self.truth, predicted)}
+
+
+@dataclass
+class State:
+    """The iterate: W = scale[:, None] * V, b, and the workers' counters of the last epoch."""
+
+    V: np.ndarray
+    scale: np.ndarray
+    b: np.ndarray
+
+    def W(self) -> np.ndarray:
+        """A copy of W (V keeps its scales: folding would change the next steps' rounding)."""
+        return self.V * self.scale[:, None]
+
+    def folded(self) -> np.ndarray:
+        """W without a copy, the scales folded into V: for the end of training."""
+        K_.fold_all(self.V, self.scale)
+        return self.V
+
+
+class ThreadSync:
+    """Algorithm 1 on numba threads: the grid, one outer iteration per `epoch` call."""
+
+    def __init__(self, prob: Problem, G: int, n_workers: int, seed: int) -> None:
+        self.prob, self.G, self.n_workers = prob, G, n_workers
+        self.rng = np.random.default_rng([seed, 0])
+        self.blocks = self.rng.permutation(prob.n_rows)  # rows -> row blocks, fixed for the run
+        self.row_ptr = splits(prob.n_rows, G)
+        self.class_ptr = splits(prob.n_classes, G)
+
+    def permutations(self) -> list[np.ndarray]:
+        """This epoch's order of each row block's rows (positions within the block); drawn the
+        same way for every backend, so that threads and Dask visit the rows alike."""
+        return [self.rng.permutation(b - a) for a, b in zip(self.row_ptr[:-1], self.row_ptr[1:])]
+
+    def epoch(self, st: State, step: float, lam: float, clip: float) -> dict:
+        p = self.prob
+        order = np.concatenate([self.blocks[a:b][perm] for a, b, perm in
+                                zip(self.row_ptr[:-1], self.row_ptr[1:], self.permutations())])
+        busy = np.zeros(self.n_workers, np.int64)
+        done = np.zeros(self.n_workers, np.int64)
+        clips, wall = K_.sync_epoch(p.indptr, p.indices, p.data, p.lab_ptr, p.lab_idx, st.b, order,
+                                    self.row_ptr, self.class_ptr, st.V, st.scale, step, lam, clip, self.n_workers,
+                                    busy, done)
+        block_bytes = st.V.nbytes / self.G
+        return {"clipped": int(clips), "compute_seconds": busy * 1e-9, "idle_seconds": (wall - busy) * 1e-9,
+                "bytes_moved": done * block_bytes, "blocks": done.astype(float)}
+
+    def phase_b(self, st: State) -> np.ndarray:
+        """b exactly (in place), the W blocks meeting each row block in ring order; returns the
+        rows' true-class scores."""
+        p = self.prob
+        true = np.zeros(p.n_rows)
+        K_.phase_b_grid(p.indptr, p.indices, p.data, p.lab_ptr, p.lab_idx, self.blocks, self.row_ptr,
+                        self.class_ptr, st.V, st.scale, st.b, true)
+        return true
+
+
+class ThreadAsync:
+    """Algorithm 2 on numba threads: one row block per thread, G class blocks in the queues."""
+
+    def __init__(self, prob: Problem, G: int, n_workers: int, seed: int) -> None:
+        self.prob, self.G, self.n_workers = prob, G, n_workers
+        rng = np.random.default_rng([seed, 0])
+        self.order = rng.permutation(prob.n_rows)
+        self.row_ptr = splits(prob.n_rows, n_workers)
+        self.class_ptr = splits(prob.n_classes, G)
+        self.queue = np.zeros((n_workers, G + 1), np.int64)
+        self.heads = np.zeros(n_workers, np.int64)
+        self.tails = np.zeros(n_workers, np.int64)
+        for c in range(G):  # Algorithm 2, lines 4-7: every block into a random worker's queue
+            q = int(rng.integers(n_workers))
+            self.queue[q, self.tails[q]] = c
+            self.tails[q] += 1
+
+    def epoch(self, st: State, step: float, lam: float, clip: float) -> dict:
+        p = self.prob
+        busy, idle, done, clips, seen = (np.zeros(self.n_workers, np.int64) for _ in range(5))
+        K_.async_epoch(p.indptr, p.indices, p.data, p.lab_ptr, p.lab_idx, st.b, self.order, self.row_ptr,
+                       self.class_ptr, st.V, st.scale, step, lam, clip, self.queue, self.heads, self.tails, busy,
+                       idle, done, clips, seen)
+        return {"clipped": int(clips.sum()), "compute_seconds": busy * 1e-9, "idle_seconds": idle * 1e-9,
+                "bytes_moved": done * (st.V.nbytes / self.G), "blocks": done.astype(float),
+                "queue_length": seen.astype(float)}
+
+
+def _check(prob: Problem, p: DsmlrParams) -> None:
+    if prob.n_rows == 0 or prob.n_classes < 2:
+        raise ValueError(f"nothing to train: {prob.n_rows} rows with a class, {prob.n_classes} classes "
+                         "(DS-MLR needs at least 2)")
+    most = int(np.diff(prob.lab_ptr).max())
+    if p.alpha / prob.n_total * p.lam * most >= 1.0:
+        raise ValueError(f"the decay 1 - eta K lam n_i must stay in (0, 1): alpha * lam * {most} / N = "
+                         f"{p.alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
+
+
+def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: int | None = None, recorder=None,
+              run: str = "run", progress: Callable[[int, int], None] | None = None,
+              stop: Callable[[], bool] | None = None, validation=None, client=None, cluster=None,
+              **_background) -> SparseModel:
+    """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids).
+
+    validation: (X, Y) whose accuracy and macro-F1 are recorded. client: a dask.distributed
+    Client for `sync` on Dask (xcviz.solvers.dsmlr_dask); cluster: the (Client, ClusterInfo) of
+    xcviz.runs.cluster (the run spec's `cluster`), the same. progress(outer iterations done, all);
+    stop() is asked between outer iterations (a stopped run returns the model so far)."""
+    p = params or DsmlrParams()
+    t_start = time.monotonic()
+    if cluster is not None:
+        client = cluster[0]
+    if client is not None and p.mode != "sync":
+        raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
+    prob = prepare(X, Y, p.normalize, p.bias)
+    _check(prob, p)
+    val = None
+    if validation is not None:
+        val = prepare(validation[0], validation[1], p.normalize, p.bias, dim=prob.dim, n_classes=prob.n_classes)
+    evaluate = Evaluator(val)
+    G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
+    values = param_dict(p)
+    N, n_classes = prob.n_total, prob.n_classes
+    st = State(np.zeros((n_classes, prob.dim)), np.ones(n_classes), np.full(prob.n_rows, -np.log(n_classes)))
+
+    with using_threads(threads) as n_threads:
+        n_workers = n_threads
+        if p.mode == "sync" and client is not None:
+            from .dsmlr_dask import DaskSync
+
+            engine = DaskSync(client, prob, G, p.seed)
+            n_workers = engine.n_workers
+        elif p.mode == "sync":
+            engine = ThreadSync(prob, G, n_threads, p.seed)
+        elif p.mode == "async":
+            engine = ThreadAsync(prob, G, n_threads, p.seed)
+        else:
+            engine = None
+        if recorder is not None:
+            recorder.begin({"run": run, "solver": "dsmlr", "params": values, "threads": n_threads, "n": N,
+                            "n_rows": prob.n_rows, "n_features": prob.dim, "n_labels": n_classes,
+                            "workers": n_workers, "iter_fields": list(ITER_FIELDS), "label_fields": []})
+        clock = {"measure": 0.0, "last": 0.0, "clipped": 0}
+
+        def record(t: float, eta: float, objective: float, b_old, b_new, W, workers: dict, extra: dict,
+                   iteration: int | None = None) -> None:
+            t0 = time.monotonic()
+            train_wall = t0 - t_start - clock["measure"]
+            row = dict.fromkeys(ITER_FIELDS, np.nan)
+            row.update(wall=train_wall, seconds=train_wall - clock["last"], epoch=t, eta=eta, objective=objective)
+            row.update({k: float(np.quantile(b_new, q)) for k, q in B_QUANTILES.items()})
+            if b_old is not None:
+                gap, d = variational_gap(prob, b_old, b_new)
+                row.update(variational_gap=gap, surrogate=objective + gap,
+                           **{k: float(np.quantile(d, q)) for k, q in D_QUANTILES.items()})
+            if p.optimum is not None:
+                row["optimum_gap"] = (objective - p.optimum) / max(abs(p.optimum), 1e-300)
+            row.update(extra)
+            if evaluate.prob is not None:
+                row.update(evaluate(W()))
+            clock["last"] = train_wall
+            if recorder is not None:
+                cols = {k: np.full(n_workers, v, dtype=float) for k, v in row.items() if k not in WORKER_FIELDS}
+                for k in WORKER_FIELDS:
+                    cols[k] = np.asarray(workers.get(k, np.full(n_workers, np.nan)), dtype=float)
+                cols["iteration"] = np.full(n_workers, int(round(t)) if iteration is None else iteration)
+                cols["label"] = np.arange(n_workers)
+                recorder.write("iteration", cols)
+            clock["measure"] += time.monotonic() - t0
+
+        objective0 = float(np.log(n_classes))  # L1(0)
+        if recorder is not None or val is not None:
+            record(0, 0.0, objective0, None, st.b, st.W, {}, {"clipped": 0})
+        cancelled, done = False, 0
+        objective = objective0
+        if p.mode == "lbfgs":
+            objective, done, cancelled, st = _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start)
+        else:
+            for t in range(1, p.epochs + 1):
+                if stop is not None and stop():
+                    cancelled = True
+                    break
+                eta = p.alpha / (N * n_classes * np.sqrt(t))
+                b_old = st.b.copy()
+                if p.mode == "lc":
+                    steps = np.zeros(n_classes, np.int64)
+                    W = st.W()
+                    K_.lc_classes(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, st.b, W, p.lam,
+                                  p.lc_tol, p.lc_newton, n_threads, steps)
+                    st = State(W, np.ones(n_classes), st.b)
+                    workers = {}
+                    extra = {"clipped": 0, "blocks": float(steps.sum())}
+                    true = _phase_b(prob, st)
+                    b_used = b_old
+                else:
+                    workers = engine.epoch(st, eta * n_classes, p.lam, p.clip)
+                    extra = {"clipped": workers.pop("clipped")}
+                    clock["clipped"] += extra["clipped"]
+                    if p.mode == "async":  # the workers' own b; the exact one is a measurement
+                        t0 = time.monotonic()
+                        b_used = st.b.copy()
+                        true = _phase_b(prob, st)
+                        clock["measure"] += time.monotonic() - t0
+                    else:
+                        true = engine.phase_b(st)
+                        b_used = b_old
+                objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
+                record(t, eta, objective, b_used, st.b, st.W, workers, extra)
+                if p.mode == "async":
+                    st.b[:] = b_used  # the workers go on with their own b
+                done = t
+                if progress is not None:
+                    progress(t, p.epochs)
+        if engine is not None and hasattr(engine, "close"):
+            engine.close()
+    seconds = time.monotonic() - t_start - clock["measure"]
+    W = st.folded()
+    info = {"mode": p.mode, "train_seconds": seconds, "epochs_done": done, "epoch_seconds": seconds / max(done, 1),
+            "threads": n_threads, "workers": n_workers, "grid": G, "n_train": N, "n_rows": prob.n_rows,
+            "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"],
+            "w_memory_mb": W.nbytes / 2**20}
+    if cluster is not None:
+        info.update(cluster=cluster[1].cluster, cluster_start_seconds=cluster[1].cluster_start_seconds)
+    bias_weights, weights = _model_weights(W, p.bias > 0)
+    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
+                        solver="dsmlr", params=values, info=info)
+    if recorder is not None:
+        recorder.end(info)
+    return model
+
+
+def _model_weights(W: np.ndarray, has_bias: bool) -> tuple[np.ndarray, sp.csr_matrix]:
+    """(bias weights, feature weights as CSR with every entry stored) from the dense K x D' W,
+    without a copy of W: the bias column is squeezed out in place, row after row (each row moves
+    left, never over a row not yet moved), and the CSR values are a view of W's memory. W is
+    unusable afterwards. The index array (int32) is the only new K x D array."""
+    k, width = W.shape
+    bias_weights = W[:, -1].copy() if has_bias else np.zeros(k)
+    d = width - 1 if has_bias else width
+    flat = W.reshape(-1)
+    if has_bias:
+        for r in range(k):
+            flat[r * d:(r + 1) * d] = flat[r * width:r * width + d]
+    indices = np.tile(np.arange(d, dtype=np.int32), k)
+    return bias_weights, sp.csr_matrix((flat[:k * d], indices, np.arange(k + 1, dtype=np.int64) * d), shape=(k, d))
+
+
+def _phase_b(prob: Problem, st: State) -> np.ndarray:
+    """b exactly for st's W, in place (one class block: the numbers of a G = 1 grid)."""
+    true = np.zeros(prob.n_rows)
+    K_.exact_b(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, np.array([0, prob.n_classes]),
+               st.V, st.scale, max(1, min(64, prob.n_rows)), st.b, true)
+    return true
+
+
+def lbfgs_objective(prob: Problem, lam: float, n_blocks: int = 64) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """w (flattened K x D) -> (L1, gradient), by the parallel numba kernel."""
+    class_ptr = splits(prob.n_classes, max(1, min(n_blocks, prob.n_classes)))
+    chunks = max(1, min(64, prob.n_rows))
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        W = w.reshape(prob.n_classes, prob.dim)
+        G = np.empty_like(W)
+        value = K_.loss_gradient(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, W, lam, class_ptr,
+                                 chunks, G)
+        return value, G.ravel()
+
+    return fun
+
+
+class _Stop(Exception):
+    pass
+
+
+def _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start):
+    """scipy L-BFGS-B (unbounded) on (2); one record per iteration, epoch = gradient evaluations."""
+    fun = lbfgs_objective(prob, p.lam)
+    evals = [0]
+
+    def counted(w):
+        evals[0] += 1
+        return fun(w)
+
+    state = {"iter": 0, "f": float(np.log(prob.n_classes)), "cancelled": False, "x": st.V.ravel()}
+
+    def callback(intermediate_result):
+        state["iter"] += 1
+        state["f"] = float(intermediate_result.fun)
+        state["x"] = intermediate_result.x
+        t0 = time.monotonic()
+        st.V[:] = intermediate_result.x.reshape(st.V.shape)
+        _phase_b(prob, st)
+        clock["measure"] += time.monotonic() - t0
+        record(evals[0], 0.0, state["f"], None, st.b, lambda: st.V, {}, {}, iteration=state["iter"])
+        if progress is not None:
+            progress(state["iter"], p.epochs)
+        if stop is not None and stop():
+            state["cancelled"] = True
+            raise StopIteration
+
+    result = minimize(counted, st.V.ravel(), jac=True, method="L-BFGS-B", callback=callback,
+                      options={"maxiter": p.epochs, "maxcor": 10, "gtol": 1e-10, "ftol": 1e-14})
+    st.V[:] = result.x.reshape(st.V.shape)
+    _phase_b(prob, st)
+    return float(result.fun), state["iter"], state["cancelled"], st

@@ -1,0 +1,149 @@
+"""DS-MLR `sync` on a Dask cluster: Algorithm 1 with the data and the model partitioned.
+
+Each row block of the G x G grid is scattered once to one worker (row block r to worker
+r mod P) with its b, and stays there. The class blocks of W are futures: inner epoch s submits,
+for every row block r, the SGD task of pair (r, (r + s) mod G) pinned to r's worker
+(`submit(..., workers=[...])`) and taking the class block's latest future, so that W blocks
+travel ring-wise from worker to worker as in Figure 1. Phase B passes the W blocks around once
+more, each row block accumulating its partial log-sum-exps in ring order, and sets its b on its
+worker. The tasks run the same numba kernels on the same numbers as `ThreadSync`, with the same
+grid and the same row orders, so the model is the same bit for bit.
+
+The driver (the store's single writer) gathers W and b once per outer iteration for the records.
+A lost worker loses the row blocks scattered to it, which Dask cannot recompute: the epoch then
+fails with a RuntimeError naming the cause, the run ends as failed, and a resume starts it again.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..engine import dsmlr as K_
+from .dsmlr import Problem, State, ThreadSync
+
+
+def _row_block(prob: Problem, rows: np.ndarray) -> tuple:
+    """The CSR rows and class lists of `rows`, re-indexed from 0, as a tuple of arrays."""
+    starts, ends = prob.indptr[rows].astype(np.int64), prob.indptr[rows + 1].astype(np.int64)
+    take = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) if rows.size else np.zeros(0, np.int64)
+    indptr = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
+    ls, le = prob.lab_ptr[rows], prob.lab_ptr[rows + 1]
+    ltake = np.concatenate([np.arange(a, b) for a, b in zip(ls, le)]) if rows.size else np.zeros(0, np.int64)
+    lab_ptr = np.concatenate(([0], np.cumsum(le - ls))).astype(np.int64)
+    return indptr, prob.indices[take], prob.data[take], lab_ptr, prob.lab_idx[ltake]
+
+
+def _sgd_task(block: tuple, b: np.ndarray, perm: np.ndarray, wblock: tuple, c0: int, c1: int, step: float,
+              lam: float, clip: float) -> tuple:
+    """One (row block, class block) pair of phase A on a worker; returns the new class block,
+    the clips and the compute seconds. The inputs are copied: a worker may share them."""
+    t0 = time.perf_counter()
+    V, scale = wblock[0].copy(), wblock[1].copy()
+    clips = K_.sgd_block(*block, b, perm, c0, c1, c0, V, scale, step, lam, clip)
+    return (V, scale), clips, time.perf_counter() - t0
+
+
+def _first(result: tuple):
+    return result[0]
+
+
+def _lse_task(block: tuple, state: tuple | None, wblock: tuple, c0: int, c1: int) -> tuple:
+    """One pair of phase B: the class block's partial sums added to the row block's."""
+    n = block[0].shape[0] - 1
+    if state is None:
+        state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n))
+    mm, ss, tr = (a.copy() for a in state)
+    K_.lse_step(*block, np.arange(n), c0, c1, c0, wblock[0], wblock[1], mm, ss, tr)
+    return mm, ss, tr
+
+
+def _b_task(state: tuple) -> np.ndarray:
+    return -(state[0] + np.log(state[1]))
+
+
+def _true_task(state: tuple) -> np.ndarray:
+    return state[2]
+
+
+class DaskSync(ThreadSync):
+    """Algorithm 1 on a dask.distributed Client; the same grid and orders as ThreadSync."""
+
+    def __init__(self, client, prob: Problem, G: int, seed: int) -> None:
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the Dask cluster has no workers")
+        super().__init__(prob, G, len(workers), seed)
+        self.client, self.addresses = client, workers
+        self.owner = [workers[r % len(workers)] for r in range(G)]
+        self.rows = [self.blocks[a:b] for a, b in zip(self.row_ptr[:-1], self.row_ptr[1:])]
+        self.data = [client.scatter(_row_block(prob, rows), workers=[self.owner[r]], hash=False)
+                     for r, rows in enumerate(self.rows)]
+        self.b = [client.scatter(np.full(rows.size, -np.log(prob.n_classes)), workers=[self.owner[r]], hash=False)
+                  for r, rows in enumerate(self.rows)]
+        zero = (np.zeros((0, prob.dim)), np.ones(0))
+        self.W = [client.scatter((np.zeros((b - a, prob.dim)), np.ones(b - a)) if b > a else zero, hash=False)
+                  for a, b in zip(self.class_ptr[:-1], self.class_ptr[1:])]
+        self.where = [None] * G  # the worker holding each class block's latest version
+
+    def _gather(self, futures):
+        try:
+            return self.client.gather(futures)
+        except Exception as exc:  # a lost worker takes its scattered row blocks with it
+            raise RuntimeError(f"Dask sync failed ({type(exc).__name__}: {exc}); a worker was probably lost, "
+                               "its row blocks cannot be recomputed: resume the run to start it again") from exc
+
+    def epoch(self, st: State, step: float, lam: float, clip: float) -> dict:
+        t0 = time.perf_counter()
+        perms = self.permutations()
+        slot = {w: i for i, w in enumerate(self.addresses)}
+        moved = np.zeros(self.n_workers)
+        blocks = np.zeros(self.n_workers)
+        pieces = []
+        for s in range(self.G):
+            for r in range(self.G):
+                c = (r + s) % self.G
+                w = self.owner[r]
+                if self.where[c] is not None and self.where[c] != w:
+                    moved[slot[w]] += st.V.nbytes * (self.class_ptr[c + 1] - self.class_ptr[c]) / max(st.V.shape[0], 1)
+                out = self.client.submit(_sgd_task, self.data[r], self.b[r], perms[r], self.W[c],
+                                         int(self.class_ptr[c]), int(self.class_ptr[c + 1]), step, lam, clip,
+                                         workers=[w], allow_other_workers=False, pure=False)
+                self.W[c] = self.client.submit(_first, out, workers=[w], pure=False)
+                self.where[c] = w
+                blocks[slot[w]] += 1
+                pieces.append((slot[w], out))
+        results = self._gather([f for _, f in pieces])
+        wall = time.perf_counter() - t0
+        busy = np.zeros(self.n_workers)
+        clips = 0
+        for (k, _), (_, n_clips, seconds) in zip(pieces, results):
+            busy[k] += seconds
+            clips += n_clips
+        for c, (V, scale) in enumerate(self._gather(self.W)):
+            st.V[self.class_ptr[c]:self.class_ptr[c + 1]] = V
+            st.scale[self.class_ptr[c]:self.class_ptr[c + 1]] = scale
+        return {"clipped": clips, "compute_seconds": busy, "idle_seconds": np.maximum(wall - busy, 0.0),
+                "bytes_moved": moved, "blocks": blocks}
+
+    def phase_b(self, st: State) -> np.ndarray:
+        true_parts = []
+        for r in range(self.G):
+            state, w = None, self.owner[r]
+            for s in range(self.G):
+                c = (r + s) % self.G
+                state = self.client.submit(_lse_task, self.data[r], state, self.W[c], int(self.class_ptr[c]),
+                                           int(self.class_ptr[c + 1]), workers=[w], pure=False)
+            self.b[r] = self.client.submit(_b_task, state, workers=[w], pure=False)
+            true_parts.append(self.client.submit(_true_task, state, workers=[w], pure=False))
+        b_parts = self._gather(self.b)
+        true = np.zeros(self.prob.n_rows)
+        for rows, b, tr in zip(self.rows, b_parts, self._gather(true_parts)):
+            st.b[rows] = b
+            true[rows] = tr
+        return true
+
+    def close(self) -> None:
+        """Release the run's futures (scattered row blocks, b and W blocks): the cluster forgets
+        data no client holds."""
+        self.data, self.b, self.W = [], [], []
