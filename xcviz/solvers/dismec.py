@@ -59,6 +59,11 @@ class DismecParams(param.Parameterized):
     ovap_max_iter = param.Integer(default=1000, bounds=(1, 100000), doc=(
         "Newton iterations for the all-negative problem of OvA-Primal; a small value (e.g. 2) stops "
         "it early, which the paper recommends since its exact solution sits on the hinge."))
+    ovap_regularize_bias = param.Boolean(default=True, doc=(
+        "Regularise the bias weight in OvA-Primal's all-negative problem (15), whatever regularize_bias "
+        "says for the labels: the paper's R[w] = 0.5||w||^2 covers the bias feature x_0, as LIBLINEAR "
+        "(which Fang et al. built on) does without -R. With the bias free, any w with bias <= -1 and no "
+        "features solves (15), and the start is the bias initialiser under another name."))
 
 
 def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
@@ -66,6 +71,14 @@ def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
     rows = training_rows(X, p.normalize, p.bias)
     return sp.csr_matrix((rows.data, rows.indices.astype(np.int32), rows.indptr.astype(np.int64)),
                          shape=(X.shape[0], rows.colsum.shape[0]))
+
+
+def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0) -> np.ndarray:
+    """OvA-Primal's starting vector: the solution of the all-negative problem (15) on the kernel's
+    training rows (solvers.blocks.training_rows), shared by every label."""
+    loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
+    return K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C, p.eps, p.cg_eps,
+                                p.ovap_max_iter, p.ovap_regularize_bias, bias_index, t0_ns)
 
 
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
@@ -95,8 +108,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
                             problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
         if p.init == "ovap":
             init_mode = K.INIT_VECTOR
-            init_vec = K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C,
-                                            p.eps, p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
+            init_vec = ovap_start(rows, dim, bias_index, p, t0_ns)
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
             init_vec = rows.colsum / prob.n
