@@ -17,6 +17,10 @@ ORACLES = ("exact", "random", "simplelsh", "hnsw", "spherical")
 # a lighter HNSW graph (fewer links, shorter candidate lists) beside the defaults: the graph's
 # build and updates dominate its epoch time
 LIGHT_HNSW = {"hnsw_M": 8, "hnsw_ef_construction": 40, "hnsw_ef": 32}
+# SimpleLSH's banded buckets (an option; the default ranks every class, the paper's method)
+BANDED_LSH = {"lsh_bands": 8, "lsh_band_bits": 8}
+# a configured oracle measured beside the defaults: name -> (oracle, its parameters)
+CONFIGURED = {"hnsw-light": ("hnsw", LIGHT_HNSW), "simplelsh-banded": ("simplelsh", BANDED_LSH)}
 # name -> (generator arguments, or a bundled name), epochs
 PROBLEMS = {
     "synthetic C=10k": ({"n": 100_000, "d": 100_000, "labels": 10_000}, 1),
@@ -41,15 +45,14 @@ def _problem(name: str):
 
 
 def run_one(problem: str, variant: str, oracle: str) -> dict:
-    """Train one configuration (in this process) and measure it; oracle "hnsw-light" is HNSW with
-    LIGHT_HNSW."""
+    """Train one configuration (in this process) and measure it; an oracle named in CONFIGURED is
+    that oracle with those parameters."""
     from xcviz.api import evaluate
     from xcviz.solvers.memoir import MemoirParams, fit_memoir
 
     train, test = _problem(problem)
     epochs = PROBLEMS[problem][1]
-    extra = LIGHT_HNSW if oracle == "hnsw-light" else {}
-    oracle = oracle.removesuffix("-light")
+    oracle, extra = CONFIGURED.get(oracle, (oracle, {}))
     params = MemoirParams(variant=variant, oracle=oracle, epochs=epochs, **COMMON, **extra)
     fit_memoir(train.X[:2000], train.Y[:2000], MemoirParams(variant=variant, oracle=oracle, epochs=1, **COMMON),
                threads=THREADS)  # warm-up: JIT cache load
@@ -78,7 +81,7 @@ def bench_memoir() -> dict:
     results = {}
     for problem in PROBLEMS:
         rows = {}
-        for variant, oracles in (("l2", (*ORACLES, "hnsw-light")), ("l1", ("exact", "simplelsh"))):
+        for variant, oracles in (("l2", (*ORACLES, *CONFIGURED)), ("l1", ("exact", "simplelsh"))):
             for oracle in oracles:
                 print(f"  memoir {problem} {variant} {oracle} ...", file=sys.stderr, flush=True)
                 rows[f"{variant} {oracle}"] = _child(problem, variant, oracle)
@@ -92,7 +95,7 @@ def render(results: dict) -> list[str]:
     lines = ["## MEMOIR: margin oracles", "",
              f"MEMOIR with every oracle, {THREADS} threads, lam = {COMMON['lam']}, batches of 100 sqrt(C), the "
              f"oracle's index updated every {COMMON['reindex_every']} batches, default oracle parameters (hnsw-light: "
-             f"{LIGHT_HNSW}). Synthetic "
+             f"{LIGHT_HNSW}; simplelsh-banded: {BANDED_LSH}). Synthetic "
              "problems: `generate(multiclass=True, zipf=0, avg_nnz=30)`, 80/20 split, 1 epoch; Bibtex: every "
              "instance once per label (train and test), 5 epochs. Each run in its own process (peak RSS is its own); "
              "recall and margin error are measured against the exact oracle on 500 training rows after training.", ""]
@@ -114,7 +117,7 @@ def render(results: dict) -> list[str]:
         lines.append("")
         if problem == "synthetic C=100k":
             exact = rows.get("l2 exact", {})
-            for oracle in ("hnsw", "hnsw-light", "simplelsh"):
+            for oracle in ("hnsw", "hnsw-light", "simplelsh", "simplelsh-banded"):
                 r = rows.get(f"l2 {oracle}", {})
                 if "epoch_seconds" in r and "epoch_seconds" in exact:
                     speed = exact["epoch_seconds"] / r["epoch_seconds"]
