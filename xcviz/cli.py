@@ -130,7 +130,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs") if k in model.params})
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
     if multiclass:
-        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error")
+        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "oracle_recall_at_1",
+                                                              "oracle_recall_at_10", "margin_error")
                         if k in model.info})
     if test_ds is not None:
         summary["n_test"] = test_ds.n
