@@ -28,6 +28,7 @@ from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
+MSI_T = {"squared_hinge": -2.0, "logistic": -3.0}  # the MSI paper's target margin of the negatives per loss
 
 
 class DismecParams(param.Parameterized):
@@ -54,8 +55,9 @@ class DismecParams(param.Parameterized):
     bias_weight = param.Number(default=-1.0, bounds=(-100.0, 100.0), doc=(
         "Starting bias weight of the bias initialiser; the paper's scaled variants are -0.9 and -2."))
     msi_s = param.Number(default=1.0, bounds=(-100.0, 100.0), doc="MSI target margin of the positives' mean.")
-    msi_t = param.Number(default=-2.0, bounds=(-100.0, 100.0), doc=(
-        "MSI target margin of the negatives' mean (the paper uses -3 with the logistic loss)."))
+    msi_t = param.Number(default=None, allow_None=True, bounds=(-100.0, 100.0), doc=(
+        "MSI target margin of the negatives' mean; unset = the paper's for the loss: -2 for the squared "
+        "hinge, -3 for the logistic loss."))
     ovap_max_iter = param.Integer(default=1000, bounds=(1, 100000), doc=(
         "Newton iterations for the all-negative problem of OvA-Primal; a small value (e.g. 2) stops "
         "it early, which the paper recommends since its exact solution sits on the hinge."))
@@ -99,6 +101,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
     solve = (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index)
+    msi_t = p.msi_t if p.msi_t is not None else MSI_T[p.loss]
     record = recorder is not None
     rec_len = p.max_iter + 1 if record else 1
 
@@ -115,7 +118,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
 
         def solve_block(labels, W, rec, summ):
             K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init_mode,
-                          init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, p.msi_t, t0_ns, record,
+                          init_vec, rows.colsum, *solve, p.bias_weight, p.msi_s, msi_t, t0_ns, record,
                           n_threads, W, rec, summ)
 
         result = train_in_blocks(prob.n_labels, prob.n_features, dim, prob.n_pos, solve=solve_block,

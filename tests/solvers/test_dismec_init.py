@@ -1,12 +1,13 @@
-"""OvA-Primal's starting vector is the all-negative problem (15) with the paper's regulariser
-R[w] = 0.5||w||^2 over every weight, the bias included: checked against scipy's L-BFGS on (15),
-and its feature part is not the bias start's zero."""
+"""Initialisers as the MSI paper reads them: OvA-Primal's starting vector solves the all-negative
+problem (15) with the paper's regulariser R[w] = 0.5||w||^2 over every weight, the bias included
+(checked against scipy's L-BFGS on (15)), and its feature part is not the bias start's zero; MSI's
+t follows the loss."""
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from xcviz.solvers.blocks import training_rows
-from xcviz.solvers.dismec import DismecParams, ovap_start
+from xcviz.solvers.dismec import DismecParams, fit_dismec, ovap_start
 
 
 def _rows_and_start(X, **params):
@@ -44,3 +45,16 @@ def test_ovap_feature_part_is_not_negligible(bibtex):
     assert np.linalg.norm(w[:-1]) > 0.1 * abs(w[-1])
     _, w_free = _rows_and_start(train.X, ovap_regularize_bias=False)
     assert np.linalg.norm(w_free[:-1]) < 1e-2 * abs(w_free[-1])
+
+
+def test_msi_t_follows_the_loss_unless_set(bibtex):
+    """The MSI paper's t: -2 with the squared hinge, -3 with the logistic loss."""
+    train, _ = bibtex
+    X, Y = train.X[:1500], sp.csc_matrix(train.Y[:1500])[:, :10]
+
+    def weights(**params):
+        return fit_dismec(X, Y, DismecParams(init="msi", max_iter=1, prune_threshold=0.0, **params), threads=1).weights
+
+    assert (weights(loss="logistic") != weights(loss="logistic", msi_t=-3.0)).nnz == 0
+    assert (weights(loss="logistic") != weights(loss="logistic", msi_t=-2.0)).nnz > 0
+    assert (weights() != weights(msi_t=-2.0)).nnz == 0
