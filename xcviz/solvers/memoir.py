@@ -1,8 +1,12 @@
 """MEMOIR: multiclass SVMs trained by mini-batch subgradient steps with an inexact margin.
 
 Algorithm 1 (variant "l2") is Pegasos for the Crammer-Singer hinge: decay W by (1 - eta*lam),
-move w_y towards and w_r away from every margin violator x, project onto the ball of radius
-1/sqrt(lam). Algorithm 2 ("l1") drops the decay and soft-thresholds the touched classes (eq. 13).
+move w_y towards and w_r away from every instance that violates the margin under the decayed W,
+project onto the ball of radius 1/sqrt(lam). Algorithm 2 ("l1") drops the decay and
+soft-thresholds the touched classes (eq. 13) when that changes ||W||_2 little (Theorem 3's
+condition). Each follows the paper by default; `violation_test`, `truncation` and `batch_step`
+name the alternatives (the test before the decay, truncation after every batch, a step divided
+by the batch size).
 The margin class r = argmax_{c != y} w_c.x comes from a pluggable oracle (xcviz.oracles), exact or
 approximate; the diagnostics measure what the approximation costs (recall, margin error) against
 the exact oracle on a fixed sample.
@@ -35,7 +39,7 @@ from .params import param_dict
 ERROR_QUANTILES = {"margin_error_p50": 0.5, "margin_error_p90": 0.9, "margin_error_p95": 0.95,
                    "margin_error_p99": 0.99, "margin_error_max": 1.0}
 ITER_FIELDS = ("wall", "seconds", "epoch", "batch", "eta", "objective", "hinge", "violators", "oracle_recall",
-               "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50", "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "nnz",
+               "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50", "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change", "truncations_skipped", "nnz",
                "memory_mb", "train_accuracy", "accuracy", "macro_f1")
 PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
 
@@ -54,6 +58,21 @@ class MemoirParams(*(params for params, _ in ORACLES.values())):
     batch_size = param.Integer(default=0, bounds=(0, 10**8), doc=(
         "Instances per mini-batch; 0 = the paper's 100 sqrt(C), at most n."))
     epochs = param.Integer(default=5, bounds=(1, 10**5), doc="Passes over the (shuffled) training set.")
+    violation_test = param.Selector(default="after_decay", objects=["after_decay", "before_decay"], doc=(
+        "l2: whether a batch instance violates the margin (1 + w_r.x - w_y.x > 0) is decided with W after "
+        "the step's decay by (1 - eta*lam), as Algorithm 1 lists it (after_decay), or before it (before_decay)."))
+    truncation = param.Selector(default="when_small", objects=["when_small", "always"], doc=(
+        "l1: truncate (eq. 13) only when it lowers ||W||_2 by at most truncation_tolerance * ||W||_2, the "
+        "condition Theorem 3 assumes (when_small), or after every batch (always). Either way the change "
+        "is recorded (truncation_change)."))
+    truncation_tolerance = param.Number(default=0.01, bounds=(0.0, 1e6), doc=(
+        "l1, truncation when_small: the largest relative change of ||W||_2 a truncation may cause (the "
+        "epsilon of Theorem 3, which the paper leaves open)."))
+    batch_step = param.Selector(default="sum", objects=["sum", "mean"], doc=(
+        "sum: every violator of a batch moves W by eta x, as the paper's listings do; mean: by eta x / |b| "
+        "(Pegasos's mini-batch step), which makes the ball of radius 1/sqrt(lam) the right one for "
+        "lam * 0.5||W||^2 + mean hinge (with sum, the steps descend (lam/|b|) 0.5||W||^2 + mean hinge, "
+        "whose solution the ball over-constrains by sqrt(|b|))."))
     average = param.Boolean(default=False, doc=(
         "Return the average of the iterates (the W-bar of the theorems) instead of the last one."))
     normalize = param.Boolean(default=True, doc="L2-normalise every row (the theorems assume ||x|| <= 1).")
@@ -149,6 +168,23 @@ class _Diagnostics:
         return out
 
 
+def _truncate(weights: ClassWeights, classes: np.ndarray, threshold: float, p: MemoirParams, clock: dict,
+              totals: dict) -> None:
+    """Eq. (13) on the rows of `classes`, unless (truncation "when_small") it would lower ||W||_2 by
+    more than truncation_tolerance * ||W||_2; the largest change applied and the skips are counted
+    for the records (clock, per window) and the summary (totals)."""
+    change = weights.truncation_change(classes, threshold)
+    clock["truncations"] += 1
+    totals["truncations"] += 1
+    if p.truncation == "always" or change <= p.truncation_tolerance * weights.norm:
+        weights.soft_threshold(classes, threshold)
+        clock["truncation_change"] = max(clock["truncation_change"], change)
+        totals["change"] = max(totals["change"], change)
+    else:
+        clock["skipped"] += 1
+        totals["skipped"] += 1
+
+
 def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads: int | None = None, recorder=None,
                run: str = "run", progress: Callable[[int, int], None] | None = None,
                stop: Callable[[], bool] | None = None, validation=None, **_background) -> SparseModel:
@@ -183,13 +219,17 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
         oracle.build(weights)
         weights.on_fold.append(oracle.rescale)
         dirty = np.zeros(n_classes, np.bool_)
-        diagnostics = _Diagnostics(Xr, y, validation, p.sample_size, np.random.default_rng([p.seed, 1]), lam / batch,
-                                   p.variant, n_threads, p.recall_tolerance)
+        # the objective the steps descend: lam against the mean hinge for a mean step, lam / |b| for a sum
+        diagnostics = _Diagnostics(Xr, y, validation, p.sample_size, np.random.default_rng([p.seed, 1]),
+                                   lam if p.batch_step == "mean" else lam / batch, p.variant, n_threads,
+                                   p.recall_tolerance)
         if recorder is not None:
             recorder.begin({"run": run, "solver": "memoir", "params": values, "threads": n_threads, "n": n,
                             "n_features": dim, "n_labels": n_classes, "iter_fields": list(ITER_FIELDS),
                             "label_fields": []})
-        clock = {"query_seconds": 0.0, "update_seconds": 0.0, "step_seconds": 0.0, "violators": 0, "seen": 0}
+        clock = {"query_seconds": 0.0, "update_seconds": 0.0, "step_seconds": 0.0, "violators": 0, "seen": 0,
+                 "truncation_change": 0.0, "skipped": 0, "truncations": 0}
+        truncation_totals = {"change": 0.0, "skipped": 0, "truncations": 0}
         t_window = time.monotonic()
         written = 0
 
@@ -201,9 +241,13 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                    "epoch": step / per_epoch, "eta": eta, "wall": time.monotonic() - t_start,
                    "seconds": time.monotonic() - t_window, "violators": clock["violators"] / max(1, clock["seen"])}
             row.update({k: clock[k] for k in ("query_seconds", "update_seconds", "step_seconds")})
+            if clock["truncations"]:
+                row.update(truncation_change=clock["truncation_change"],
+                           truncations_skipped=clock["skipped"] / clock["truncations"])
             row.update(diagnostics.measure(weights, oracle))
             recorder.write("iteration", {k: np.array([v]) for k, v in row.items()})
-            clock.update(query_seconds=0.0, update_seconds=0.0, step_seconds=0.0, violators=0, seen=0)
+            clock.update(query_seconds=0.0, update_seconds=0.0, step_seconds=0.0, violators=0, seen=0,
+                         truncation_change=0.0, skipped=0, truncations=0)
             written += 1
             t_window = time.monotonic()
 
@@ -222,18 +266,22 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 r = oracle.query(Xb, yb)
                 t1 = time.monotonic()
                 s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
-                violators = np.flatnonzero(1.0 + s_other - s_true > 0.0)
+                step_size = eta if p.batch_step == "sum" else eta / rows.size
                 if p.variant == "l2":
-                    weights.multiply(1.0 - eta * lam)
-                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, eta)
+                    decay = 1.0 - eta * lam
+                    gap = decay * (s_other - s_true) if p.violation_test == "after_decay" else s_other - s_true
+                    violators = np.flatnonzero(1.0 + gap > 0.0)
+                    weights.multiply(decay)
+                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
                     radius = 1.0 / np.sqrt(lam)
                     if weights.norm > radius:
                         weights.multiply(radius / weights.norm)
                     changed = np.unique(np.concatenate([yb[violators], r[violators]]))
                 else:
-                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, eta)
+                    violators = np.flatnonzero(1.0 + s_other - s_true > 0.0)
+                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
                     changed = np.unique(np.concatenate([yb, r]))
-                    weights.soft_threshold(changed, n_classes / changed.size * lam * eta)
+                    _truncate(weights, changed, n_classes / changed.size * lam * eta, p, clock, truncation_totals)
                 weights.end_iterate()
                 t2 = time.monotonic()
                 dirty[changed] = True
@@ -265,6 +313,9 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
     info = {"train_seconds": seconds, "batches": step, "epochs_done": step / per_epoch,
             "epoch_seconds": seconds / max(step / per_epoch, 1e-12), "batch_size": batch, "threads": n_threads,
             "n_train": n, "cancelled": cancelled, "w_memory_mb": weights.memory_bytes / 2**20,
+            **({"truncation_change_max": truncation_totals["change"],
+                "truncations_skipped": truncation_totals["skipped"] / truncation_totals["truncations"]}
+               if truncation_totals["truncations"] else {}),
             **{k: float(final[k]) for k in ("oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10",
                                             "oracle_rank_p50", "margin_error", "objective") if k in final}}
     model = SparseModel(weights=W, bias_weights=np.zeros(n_classes), bias=0.0, normalize=p.normalize,

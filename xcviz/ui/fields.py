@@ -36,6 +36,7 @@ FIELDS: dict[str, Field] = {
     "margin_error": Field("margin error", False),
     "query_seconds": Field("oracle query seconds", True),
     "update_seconds": Field("update seconds", True),
+    "truncation_change": Field("drop of ||W||_2 by a truncation", False),
     "accuracy": Field("accuracy", False),
 }
 # a field that a more telling derived field replaces when both are there
