@@ -139,6 +139,16 @@ def test_every_converged_label_closes_the_gap(bibtex_40, exact_labels_40, x_thre
     assert np.all(np.abs(lab["objective"] / ref["objective"] - 1) < 0.01)
 
 
+def test_c_one_half_minimises_the_papers_squared_hinge_objective(bibtex_40):
+    """The paper's (9) with its Section 5.2 loss, lam||w||_1 + 0.5||w||^2 + sum 0.5 max(0, 1 - m)^2,
+    is xcviz's objective at C = 0.5: that run reaches a lower value of it than the default C = 1."""
+    X, Y, _ = bibtex_40
+    half = fit_ppdsparse(X, Y, PPDSparseParams(C=0.5, eps=1e-3), threads=2)
+    one = fit_ppdsparse(X, Y, PPDSparseParams(C=1.0, eps=1e-3), threads=2)
+    paper_half, paper_one = _primal(X, Y, half, 0.01, C=0.5), _primal(X, Y, one, 0.01, C=0.5)
+    assert np.all(paper_half <= paper_one * (1 + 1e-3)) and np.mean(paper_half < paper_one) > 0.9
+
+
 def test_thread_count_does_not_change_the_model(bibtex_40):
     X, Y, _ = bibtex_40
     p = PPDSparseParams(draws=300)
