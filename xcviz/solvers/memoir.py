@@ -232,6 +232,22 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
         truncation_totals = {"change": 0.0, "skipped": 0, "truncations": 0}
         t_window = time.monotonic()
         written = 0
+        pending = None  # "build" or "update": the index change due before the oracle is asked again
+
+        def refresh() -> float:
+            """Apply the pending index change (deferred to the next query, so a change that no query
+            would see, after the last batch, costs nothing); returns the seconds it took."""
+            nonlocal pending
+            if pending is None:
+                return 0.0
+            t = time.monotonic()
+            if pending == "build":
+                oracle.build(weights)
+            else:
+                oracle.update(np.flatnonzero(dirty))
+            dirty[:] = False
+            pending = None
+            return time.monotonic() - t
 
         def record(step: int, eta: float) -> None:
             nonlocal t_window, written
@@ -244,6 +260,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
             if clock["truncations"]:
                 row.update(truncation_change=clock["truncation_change"],
                            truncations_skipped=clock["skipped"] / clock["truncations"])
+            row["update_seconds"] += refresh()
             row.update(diagnostics.measure(weights, oracle))
             recorder.write("iteration", {k: np.array([v]) for k, v in row.items()})
             clock.update(query_seconds=0.0, update_seconds=0.0, step_seconds=0.0, violators=0, seen=0,
@@ -262,6 +279,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 eta = p.eta0 / (1.0 + p.eta_step * step)
                 rows = order[start:start + batch]
                 Xb, yb = Xr[rows], y[rows]
+                clock["update_seconds"] += refresh()
                 t0 = time.monotonic()
                 r = oracle.query(Xb, yb)
                 t1 = time.monotonic()
@@ -286,15 +304,11 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 t2 = time.monotonic()
                 dirty[changed] = True
                 if step == 0:  # an index built on W = 0 is degenerate: build it on the first real W
-                    oracle.build(weights)
-                    dirty[:] = False
+                    pending = "build"
                 elif (step + 1) % p.reindex_every == 0:
-                    oracle.update(np.flatnonzero(dirty))
-                    dirty[:] = False
-                t3 = time.monotonic()
+                    pending = "update"
                 clock["query_seconds"] += t1 - t0
                 clock["step_seconds"] += t2 - t1
-                clock["update_seconds"] += t3 - t2
                 clock["violators"] += violators.size
                 clock["seen"] += rows.size
                 step += 1
@@ -307,6 +321,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
             if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
                 weights.compact(keep_average=p.average)
         seconds = time.monotonic() - t_start
+        refresh()
         final = diagnostics.measure(weights, oracle)
     W = weights.average() if p.average else weights.matrix()
     W.eliminate_zeros()
