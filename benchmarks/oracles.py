@@ -54,11 +54,12 @@ def brute_force(W: sp.csr_matrix, X: sp.csr_matrix, exclude: np.ndarray | None, 
 
 
 def oracles() -> dict:
-    """The configurations measured (defaults, plus HNSW with a generous ef)."""
+    """The configurations measured (defaults, plus HNSW with a generous ef and SimpleLSH's banded option)."""
     return {
         "hnsw": lambda: HNSWOracle(HNSWParams(), threads=THREADS),
         "hnsw ef=200": lambda: HNSWOracle(HNSWParams(hnsw_ef=200, hnsw_candidates=50), threads=THREADS),
         "simplelsh": lambda: SimpleLSHOracle(SimpleLSHParams(), threads=THREADS),
+        "simplelsh banded 8x8": lambda: SimpleLSHOracle(SimpleLSHParams(lsh_bands=8, lsh_band_bits=8), threads=THREADS),
         "spherical": lambda: SphericalOracle(SphericalParams(), threads=THREADS),
         "spherical all members, 4 probes": lambda: SphericalOracle(SphericalParams(probes=4, cluster_candidates=0),
                                                                    threads=THREADS),

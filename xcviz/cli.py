@@ -158,7 +158,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
     summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
     if multiclass:
-        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "margin_error", "objective")
+        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "oracle_recall_at_1",
+                                                              "oracle_recall_at_10", "margin_error", "objective")
                         if k in model.info})
     if test_ds is not None:
         summary["n_test"] = test_ds.n

@@ -17,3 +17,40 @@ def test_add_items_with_an_existing_id_replaces_the_vector():
     graph.set_ef(50)
     labels, _ = graph.knn_query(query, k=1, num_threads=1)
     assert labels[0, 0] == 7
+
+
+def _built(problem, threads, **params):
+    from xcviz.oracles.hnsw import HNSWOracle, HNSWParams
+    from xcviz.oracles.static import StaticVectors
+
+    oracle = HNSWOracle(HNSWParams(hnsw_ef=100, hnsw_candidates=32, sketch_dim=128, **params), seed=0, threads=threads)
+    oracle.build(StaticVectors(problem.W))
+    return oracle
+
+
+def test_sharded_graphs_are_reproducible_and_keep_recall(problem):
+    """Shards built side by side, one thread each: the same answers for 1 and 2 threads, and run
+    after run; a query searches every shard, so recall stays near the single graph's."""
+    from .conftest import brute_force
+
+    truth = brute_force(problem.W, problem.X, problem.y)
+    answers = [_built(problem, threads, hnsw_shards=2).query(problem.X, problem.y) for threads in (1, 2, 2)]
+    assert np.array_equal(answers[0], answers[1]) and np.array_equal(answers[1], answers[2])
+    single = _built(problem, 2).query(problem.X, problem.y)
+    assert np.mean(answers[0] == truth) > np.mean(single == truth) - 0.05
+    assert np.mean(answers[0] == truth) > 0.6
+
+
+def test_an_update_of_most_classes_builds_a_fresh_graph(problem):
+    """Above hnsw_rebuild_fraction of the classes, update() rebuilds: its answers are those of an
+    oracle built afresh on the same vectors (and so reproducible)."""
+    from .conftest import Swappable, random_classes
+
+    vectors = Swappable(problem.W)
+    kept = _built(problem, 2)
+    kept.build(vectors)
+    vectors.set(random_classes(problem.W.shape[0], 9))
+    kept.update(np.arange(problem.W.shape[0] * 3 // 4))
+    fresh = _built(problem, 2)
+    fresh.build(vectors)
+    assert np.array_equal(kept.query(problem.X, problem.y), fresh.query(problem.X, problem.y))

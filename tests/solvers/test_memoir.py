@@ -18,14 +18,19 @@ from xcviz.solvers.classweights import ClassWeights
 from xcviz.solvers.memoir import ITER_FIELDS, MemoirParams, fit_memoir
 
 
-def _explicit_memoir(X, y, C, *, lam, eta0, eta_step, batch, epochs, seed, variant="l2"):
-    """Algorithms 1 and 2 with a dense W scaled explicitly and the random oracle: the reference
-    the lazily scaled store must reproduce. Returns (last iterate, average of iterates)."""
+def _explicit_memoir(X, y, C, *, lam, eta0, eta_step, batch, epochs, seed, variant="l2", violation_test="after_decay",
+                     truncation="when_small", tolerance=0.01, batch_step="sum"):
+    """Algorithms 1 and 2 as the paper lists them, with a dense W scaled explicitly and the random
+    oracle: the reference the lazily scaled store must reproduce. l2 decays W, then tests every
+    instance against the decayed W; l1 truncates only when that lowers ||W||_2 by at most
+    tolerance * ||W||_2 (Theorem 3's condition). The options: the test before the decay, truncation
+    after every batch, a step divided by |b|. Returns (last iterate, average of iterates, share of
+    truncations skipped)."""
     X = l2_normalize(X)
     W = np.zeros((C, X.shape[1]))
     total = np.zeros_like(W)
     shuffles = np.random.default_rng([seed, 0])
-    step = 0
+    step = skipped = 0
     for _ in range(epochs):
         order = shuffles.permutation(X.shape[0])
         for start in range(0, X.shape[0], batch):
@@ -33,13 +38,16 @@ def _explicit_memoir(X, y, C, *, lam, eta0, eta_step, batch, epochs, seed, varia
             Xb, yb = X[rows].toarray(), y[rows]
             eta = eta0 / (1 + eta_step * step)
             r = uniform_other(seed, step + 1, yb, C)
+            if variant == "l2" and violation_test == "after_decay":
+                W *= 1 - eta * lam
             scores = Xb @ W.T
             viol = 1 + scores[np.arange(len(rows)), r] - scores[np.arange(len(rows)), yb] > 0
-            if variant == "l2":
+            if variant == "l2" and violation_test == "before_decay":
                 W *= 1 - eta * lam
+            move = eta if batch_step == "sum" else eta / len(rows)
             for i in np.flatnonzero(viol):
-                W[yb[i]] += eta * Xb[i]
-                W[r[i]] -= eta * Xb[i]
+                W[yb[i]] += move * Xb[i]
+                W[r[i]] -= move * Xb[i]
             if variant == "l2":
                 norm = np.linalg.norm(W)
                 if norm > 1 / np.sqrt(lam):
@@ -47,10 +55,16 @@ def _explicit_memoir(X, y, C, *, lam, eta0, eta_step, batch, epochs, seed, varia
             else:
                 changed = np.unique(np.concatenate([yb, r]))
                 thr = C / changed.size * lam * eta
-                W[changed] = np.sign(W[changed]) * np.maximum(np.abs(W[changed]) - thr, 0)
+                truncated = W.copy()
+                truncated[changed] = np.sign(W[changed]) * np.maximum(np.abs(W[changed]) - thr, 0)
+                norm = np.linalg.norm(W)
+                if truncation == "always" or norm - np.linalg.norm(truncated) <= tolerance * norm:
+                    W = truncated
+                else:
+                    skipped += 1
             total += W
             step += 1
-    return W, total / step
+    return W, total / step, skipped / step
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +78,7 @@ def test_lazy_scaling_gives_the_explicit_iterates(small, lam, eta0):
     # eta0 * lam = 0.95 shrinks the scale below the fold bound within a few steps, so folds happen
     X, y = small
     common = dict(lam=lam, eta0=eta0, eta_step=0.05, batch=32, epochs=3, seed=5)
-    last, mean = _explicit_memoir(X, y, 7, **common)
+    last, mean, _ = _explicit_memoir(X, y, 7, **common)
     p = MemoirParams(oracle="random", lam=lam, eta0=eta0, eta_step=0.05, batch_size=32, epochs=3, seed=5)
     model = fit_memoir(X, y, p)
     assert np.allclose(model.weights.toarray(), last, rtol=1e-9, atol=1e-12 * np.abs(last).max())
@@ -73,13 +87,48 @@ def test_lazy_scaling_gives_the_explicit_iterates(small, lam, eta0):
     assert np.allclose(averaged, mean, rtol=1e-9, atol=1e-12 * np.abs(mean).max())
 
 
-def test_l1_truncation_matches_the_explicit_algorithm(small):
+@pytest.mark.parametrize("options", [{}, {"violation_test": "before_decay"}, {"batch_step": "mean"}])
+def test_l2_options_give_the_explicit_iterates(small, options):
+    """The paper's order (decay, then the violation test) by default; the test before the decay
+    and the step divided by |b| as options. eta0 * lam = 0.5 halves W's scores at the first
+    steps and lam = 0.05 lets margins exceed 1, so the order decides which instances violate."""
     X, y = small
-    last, _ = _explicit_memoir(X, y, 7, lam=0.2, eta0=0.3, eta_step=0.02, batch=40, epochs=2, seed=1, variant="l1")
-    p = MemoirParams(variant="l1", oracle="random", lam=0.2, eta0=0.3, eta_step=0.02, batch_size=40, epochs=2, seed=1)
+    common = dict(lam=0.05, eta0=10.0, eta_step=0.05, batch=32, epochs=2, seed=3)
+    last, _, _ = _explicit_memoir(X, y, 7, **common, **options)
+    other, _, _ = _explicit_memoir(X, y, 7, **common, **{"violation_test": "after_decay", "batch_step": "sum",
+                                                          **({"violation_test": "before_decay"} if not options else {})})
+    assert not np.allclose(last, other)  # the option changes the run
+    p = MemoirParams(oracle="random", lam=0.05, eta0=10.0, eta_step=0.05, batch_size=32, epochs=2, seed=3, **options)
     W = fit_memoir(X, y, p).weights.toarray()
-    assert np.allclose(W, last, rtol=1e-9, atol=1e-12)
+    assert np.allclose(W, last, rtol=1e-9, atol=1e-12 * np.abs(last).max())
+
+
+@pytest.mark.parametrize("truncation", ["when_small", "always"])
+def test_l1_truncation_matches_the_explicit_algorithm(small, truncation):
+    """Theorem 3's condition by default: a truncation that would lower ||W||_2 by more than the
+    tolerance (10% here) is skipped (about a third of them on this problem, while W is small), and
+    its change is recorded; `always` truncates after every batch. The running average follows the
+    truncations too."""
+    X, y = small
+    common = dict(lam=0.2, eta0=0.3, eta_step=0.02, epochs=2, seed=1)
+    last, mean, skipped = _explicit_memoir(X, y, 7, batch=40, variant="l1", truncation=truncation, tolerance=0.1,
+                                           **common)
+    p = MemoirParams(variant="l1", oracle="random", batch_size=40, truncation=truncation, truncation_tolerance=0.1,
+                     **common)
+    model = fit_memoir(X, y, p)
+    assert np.allclose(model.weights.toarray(), last, rtol=1e-9, atol=1e-12)
     assert (last == 0).sum() > 0.1 * last.size  # the truncation did zero entries
+    assert model.info["truncations_skipped"] == pytest.approx(skipped)
+    assert (0.1 < skipped < 0.9) if truncation == "when_small" else skipped == 0
+    if truncation == "when_small":
+        assert 0 < model.info["truncation_change_max"] <= 0.1 * np.abs(last).sum()
+    p.average = True
+    assert np.allclose(fit_memoir(X, y, p).weights.toarray(), mean, rtol=1e-9, atol=1e-12)
+    sink = MemorySink()  # (the diagnostics ask the random oracle too, which moves its stream: a separate run)
+    p.records_per_epoch = 2
+    fit_memoir(X, y, p, recorder=sink)
+    it = sink.iterations.iloc[1:]
+    assert (it["truncation_change"] >= 0).all() and it["truncations_skipped"].between(0, 1).all()
 
 
 def test_fold_keeps_the_running_sum_of_iterates():

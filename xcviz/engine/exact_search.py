@@ -13,6 +13,32 @@ from numba import njit, prange
 from .mips import mix64
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _accumulate(col_ptr, col_cls, col_val, indptr, indices, data, i, acc, mark, touched):
+    """acc[c] = w_c . x_i for every class c sharing a feature with row i (listed in touched[:nt],
+    marked in mark); returns nt."""
+    nt = 0
+    for p in range(indptr[i], indptr[i + 1]):
+        f = indices[p]
+        xv = data[p]
+        for q in range(col_ptr[f], col_ptr[f + 1]):
+            c = col_cls[q]
+            if not mark[c]:
+                mark[c] = True
+                touched[nt] = c
+                nt += 1
+            acc[c] += xv * col_val[q]
+    return nt
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clear(acc, mark, touched, nt):
+    """Undo _accumulate's writes, leaving acc zero and mark false."""
+    for t in range(nt):
+        acc[touched[t]] = 0.0
+        mark[touched[t]] = False
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_classes, chunk, salt):
     """(best class != exclude[i], its score) for every CSR row i; exclude[i] < 0 excludes nothing."""
@@ -25,17 +51,7 @@ def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_cl
         mark = np.zeros(n_classes, np.bool_)
         touched = np.empty(n_classes, np.int64)
         for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
-            nt = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                f = indices[p]
-                xv = data[p]
-                for q in range(col_ptr[f], col_ptr[f + 1]):
-                    c = col_cls[q]
-                    if not mark[c]:
-                        mark[c] = True
-                        touched[nt] = c
-                        nt += 1
-                    acc[c] += xv * col_val[q]
+            nt = _accumulate(col_ptr, col_cls, col_val, indptr, indices, data, i, acc, mark, touched)
             ex = exclude[i]
             b = -1
             bs = -np.inf
@@ -52,9 +68,7 @@ def exact_argmax(col_ptr, col_cls, col_val, indptr, indices, data, exclude, n_cl
                         b = c
                         bs = 0.0
                         break
-            for t in range(nt):
-                acc[touched[t]] = 0.0
-                mark[touched[t]] = False
+            _clear(acc, mark, touched, nt)
             best[i] = b
             score[i] = bs
     return best, score
@@ -75,3 +89,32 @@ def uniform_other(seed, call, exclude, n_classes):
             r += 1
         out[i] = r
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def rank_among(col_ptr, col_cls, col_val, indptr, indices, data, exclude, answer, n_classes, chunk):
+    """For every CSR row i: 1 + the number of classes other than exclude[i] and answer[i] whose
+    score is strictly above answer[i]'s (1 = the answer is an exact argmax, ties counting as found).
+    Classes the row shares no feature with score 0."""
+    n = indptr.shape[0] - 1
+    rank = np.empty(n, np.int64)
+    n_chunks = (n + chunk - 1) // chunk
+    for ch in prange(n_chunks):
+        acc = np.zeros(n_classes)
+        mark = np.zeros(n_classes, np.bool_)
+        touched = np.empty(n_classes, np.int64)
+        for i in range(ch * chunk, min(n, (ch + 1) * chunk)):
+            nt = _accumulate(col_ptr, col_cls, col_val, indptr, indices, data, i, acc, mark, touched)
+            ex = exclude[i]
+            a = answer[i]
+            sa = acc[a]
+            better = 0
+            for t in range(nt):
+                c = touched[t]
+                if c != ex and c != a and acc[c] > sa:
+                    better += 1
+            if sa < 0.0:  # every class without a shared feature (score 0) beats it too
+                better += n_classes - nt - (1 if not mark[a] else 0) - (1 if ex >= 0 and not mark[ex] else 0)
+            _clear(acc, mark, touched, nt)
+            rank[i] = better + 1
+    return rank

@@ -247,6 +247,18 @@ def _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_
 
 
 @njit(cache=True, nogil=True)
+def _keep_violating(indptr, indices, data, w, y, eps, top_row, found):
+    """Keep, in order, the first `found` rows of top_row whose exact violation 1 - y_i w.x_i exceeds eps."""
+    kept = 0
+    for q in range(found):
+        i = top_row[q]
+        if 1.0 - y[i] * _row_margin(indptr, indices, data, i, w) > eps:
+            top_row[kept] = i
+            kept += 1
+    return kept
+
+
+@njit(cache=True, nogil=True)
 def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, loss, C, lam, tau, kappa, passes,
                 draws, x_threshold, eps, max_iter, bias_index, bias_value, seed, t0_ns, record, rec, summary, w,
                 alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
@@ -290,13 +302,10 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
             s_nnz = sparsify(w_idx, w_val, nnz, draws, s_idx, s_val, mark, cumulative)
             found = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
                             score, touched, seen, top_row, top_val)
-            kept = 0
-            for q in range(found):  # the sparsified w only proposes: keep rows that truly violate
-                i = top_row[q]
-                if 1.0 - y[i] * _row_margin(indptr, indices, data, i, w) > eps:
-                    top_row[kept] = i
-                    kept += 1
-            found = kept
+        if s_nnz < nnz or x_threshold > 0.0:
+            # an inexact search (sparsified w or thresholded X) only proposes: keep the rows that truly
+            # violate, and let only an exact, unthresholded search declare that none is left
+            found = _keep_violating(indptr, indices, data, w, y, eps, top_row, found)
             if found == 0:
                 found = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
                                       0.0, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)

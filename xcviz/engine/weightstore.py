@@ -171,8 +171,26 @@ def columns(ent_class, ent_feat, val, n_entries, n_features):
 
 
 @njit(cache=True, nogil=True)
-def soft_threshold_rows(classes, threshold, row_head, next_entry, val):
-    """W[c] <- sign(W[c]) max(|W[c]| - threshold, 0) for the given classes (eq. 13 of MEMOIR).
+def threshold_effect(classes, threshold, row_head, next_entry, val):
+    """(sum of squares of the rows of `classes`, the same after soft-thresholding them by
+    `threshold`): what a truncation would do to ||W||_2, without doing it."""
+    before = 0.0
+    after = 0.0
+    for r in range(classes.shape[0]):
+        e = row_head[classes[r]]
+        while e >= 0:
+            v = abs(val[e])
+            before += v * v
+            if v > threshold:
+                after += (v - threshold) * (v - threshold)
+            e = next_entry[e]
+    return before, after
+
+
+@njit(cache=True, nogil=True)
+def soft_threshold_rows(classes, threshold, row_head, next_entry, val, ref, ref_coef):
+    """W[c] <- sign(W[c]) max(|W[c]| - threshold, 0) for the given classes (eq. 13 of MEMOIR), and
+    ref[e] += ref_coef * (change of val[e]) as every change of V (the running sum of iterates).
     Returns (entries zeroed by this call, change of ||W||_1)."""
     zeroed = 0
     dl1 = 0.0
@@ -190,6 +208,7 @@ def soft_threshold_rows(classes, threshold, row_head, next_entry, val):
                 val[e] = 0.0
                 dl1 -= abs(v)
                 zeroed += 1
+            ref[e] += ref_coef * (val[e] - v)
             e = next_entry[e]
     return zeroed, dl1
 

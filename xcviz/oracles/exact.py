@@ -5,7 +5,7 @@ import numpy as np
 import param
 import scipy.sparse as sp
 
-from ..engine.exact_search import exact_argmax
+from ..engine.exact_search import exact_argmax, rank_among
 from ..engine.threads import using_threads
 from .base import ClassVectors
 
@@ -49,8 +49,8 @@ class ExactOracle:
     def rescale(self, factor: float) -> None:
         """Nothing to re-index: queries read the current vectors."""
 
-    def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(best class, its inner product) per row of X."""
+    def _queries(self, X: sp.csr_matrix, exclude: np.ndarray | None) -> tuple:
+        """The current columns, X as int64/float64 CSR arrays and the excluded classes (-1: none)."""
         if self._vectors is None:
             raise RuntimeError("the exact oracle has no class vectors: call build() first")
         version = getattr(self._vectors, "version", None)
@@ -61,11 +61,22 @@ class ExactOracle:
         if X.shape[1] > self._vectors.n_features:
             raise ValueError(f"queries have {X.shape[1]} features, the class vectors {self._vectors.n_features}")
         ex = np.full(X.shape[0], -1, np.int64) if exclude is None else np.asarray(exclude, np.int64)
+        return (*self._cols, X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64), ex)
+
+    def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(best class, its inner product) per row of X."""
+        arrays = self._queries(X, exclude)
         self.calls += 1
         salt = (self.seed * 0x9E3779B1 + self.calls) & 0x7FFFFFFFFFFFFFFF
         with using_threads(self.threads):
-            return exact_argmax(*self._cols, X.indptr.astype(np.int64), X.indices.astype(np.int64),
-                                X.data.astype(np.float64), ex, self._vectors.n_classes, 64, salt)
+            return exact_argmax(*arrays, self._vectors.n_classes, 64, salt)
+
+    def rank(self, X: sp.csr_matrix, answer: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
+        """The rank of answer[i] among the exact scores of row i (exclude[i] left out): 1 + the
+        number of classes scoring strictly higher, so 1 means an exact argmax."""
+        arrays = self._queries(X, exclude)
+        with using_threads(self.threads):
+            return rank_among(*arrays, np.asarray(answer, np.int64), self._vectors.n_classes, 64)
 
     def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
         return self.search(X, exclude)[0]

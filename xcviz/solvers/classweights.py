@@ -122,12 +122,19 @@ class ClassWeights:
         self.scale_sum += self.scale
         self.iterates += 1
 
+    def truncation_change(self, classes: np.ndarray, threshold: float) -> float:
+        """How much soft-thresholding the rows of `classes` by `threshold` (true units) would lower
+        ||W||_2 (MEMOIR's Theorem 3 assumes every truncation changes it by at most epsilon)."""
+        before, after = ws.threshold_effect(classes.astype(np.int64), threshold / self.scale, self.row_head,
+                                            self.next_entry, self.val)
+        return self.scale * (np.sqrt(max(self.sumsq, 0.0)) - np.sqrt(max(self.sumsq - before + after, 0.0)))
+
     def soft_threshold(self, classes: np.ndarray, threshold: float) -> int:
         """Truncate the rows of `classes` (in true units); returns how many entries became zero."""
         if self.scale != 1.0:
             self.fold()
         zeroed, _ = ws.soft_threshold_rows(classes.astype(np.int64), threshold, self.row_head, self.next_entry,
-                                           self.val)
+                                           self.val, self.ref, self.scale_sum)
         self.version += 1
         self.sumsq = float(np.dot(self.val[:self.n_entries], self.val[:self.n_entries]))
         return int(zeroed)

@@ -22,6 +22,7 @@ from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
+MSI_T = {"squared_hinge": -2.0, "logistic": -3.0}  # the MSI paper's target margin of the negatives per loss
 
 
 class DismecParams(param.Parameterized):
@@ -48,11 +49,17 @@ class DismecParams(param.Parameterized):
     bias_weight = param.Number(default=-1.0, bounds=(-100.0, 100.0), doc=(
         "Starting bias weight of the bias initialiser; the paper's scaled variants are -0.9 and -2."))
     msi_s = param.Number(default=1.0, bounds=(-100.0, 100.0), doc="MSI target margin of the positives' mean.")
-    msi_t = param.Number(default=-2.0, bounds=(-100.0, 100.0), doc=(
-        "MSI target margin of the negatives' mean (the paper uses -3 with the logistic loss)."))
+    msi_t = param.Number(default=None, allow_None=True, bounds=(-100.0, 100.0), doc=(
+        "MSI target margin of the negatives' mean; unset = the paper's for the loss: -2 for the squared "
+        "hinge, -3 for the logistic loss."))
     ovap_max_iter = param.Integer(default=1000, bounds=(1, 100000), doc=(
         "Newton iterations for the all-negative problem of OvA-Primal; a small value (e.g. 2) stops "
         "it early, which the paper recommends since its exact solution sits on the hinge."))
+    ovap_regularize_bias = param.Boolean(default=True, doc=(
+        "Regularise the bias weight in OvA-Primal's all-negative problem (15), whatever regularize_bias "
+        "says for the labels: the paper's R[w] = 0.5||w||^2 covers the bias feature x_0, as LIBLINEAR "
+        "(which Fang et al. built on) does without -R. With the bias free, any w with bias <= -1 and no "
+        "features solves (15), and the start is the bias initialiser under another name."))
 
 
 def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
@@ -84,6 +91,14 @@ def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.nd
                   data.init_vec, rows.colsum, *data.constants, t0_ns, data.record, n_threads, W, rec, summ)
 
 
+def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0) -> np.ndarray:
+    """OvA-Primal's starting vector: the solution of the all-negative problem (15) on the kernel's
+    training rows (solvers.blocks.training_rows), shared by every label."""
+    loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
+    return K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C, p.eps, p.cg_eps,
+                                p.ovap_max_iter, p.ovap_regularize_bias, bias_index, t0_ns)
+
+
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
                threads: int | None = None, recorder=None, run: str = "run",
                progress: Callable[[int, int], None] | None = None, cluster=None,
@@ -103,6 +118,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     prob = prepare_problem(X, Y, p.normalize, p.bias)
     rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
+    msi_t = p.msi_t if p.msi_t is not None else MSI_T[p.loss]
     record = recorder is not None
     rec_len = p.max_iter + 1 if record else 1
 
@@ -112,14 +128,13 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
                             problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
         if p.init == "ovap":
             init_mode = K.INIT_VECTOR
-            init_vec = K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C,
-                                            p.eps, p.cg_eps, p.ovap_max_iter, p.regularize_bias, bias_index, t0_ns)
+            init_vec = ovap_start(rows, dim, bias_index, p, t0_ns)
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
             init_vec = rows.colsum / prob.n
         data = DismecData(rows, dim, prob.pos_ptr, prob.pos_rows, init_mode, init_vec,
                           (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index, p.bias_weight,
-                           p.msi_s, p.msi_t), record)
+                           p.msi_s, msi_t), record)
         result = run_blocks(dismec_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
                             iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
                             first_iteration=0, prune_threshold=p.prune_threshold, rec_len=rec_len,

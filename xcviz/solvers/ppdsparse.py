@@ -28,7 +28,10 @@ class PPDSparseParams(param.Parameterized):
     lam = param.Number(default=0.01, bounds=(0.0, 100.0), doc=(
         "l1 weight lambda of the elastic net (the bias is never l1-penalised); 0 gives the plain L2 SVM."))
     tau = param.Number(default=1.0, bounds=(1e-6, 1e6), doc="l2 weight tau: 0.5*tau*||w||^2.")
-    C = param.Number(default=1.0, bounds=(1e-6, 1e6), doc="Weight of the loss.")
+    C = param.Number(default=1.0, bounds=(1e-6, 1e6), doc=(
+        "Weight of the loss. The squared hinge is LIBLINEAR's max(0, 1 - m)^2; the paper's Section 5.2 "
+        "writes 0.5 max(0, 1 - m)^2 with no C, so C = 0.5 gives the paper's objective (C = 1 weighs the "
+        "loss twice as much as the paper)."))
     loss = param.Selector(default="squared_hinge", objects=list(LOSSES), doc=(
         "hinge max(0, 1 - m) or squared hinge max(0, 1 - m)^2 (the paper's Section 5.2 finds it better)."))
     kappa = param.Integer(default=1000, bounds=(1, 10**7), doc=(
