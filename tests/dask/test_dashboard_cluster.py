@@ -19,7 +19,7 @@ def _records_shown(body: str) -> int:
 def test_launch_a_local_cluster_run_from_the_page(server, home):
     ARTIFACTS.mkdir(exist_ok=True)
     with browser_page(1300, 1000) as (page, errors):
-        page.goto(server)
+        page.goto(server, timeout=120000)  # a loaded machine can take long to serve the first page
         page.wait_for_selector("text=Compare", timeout=60000)
         page.locator("select").first.select_option("bibtex")
         chosen = page.locator('.choices__list--multiple .choices__item[data-value="msi"]')
