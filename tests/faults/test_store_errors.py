@@ -7,10 +7,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from bokeh.document import Document
 
+from xcviz.cli import main
 from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
@@ -25,22 +27,30 @@ def _one_line(result, *phrases):
         assert phrase in line, line
 
 
+def _in_process(capsys, *args):
+    """`xcviz ARGS` in this process (the same code path, without a process start per command)."""
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_a_damaged_store_gives_one_line(tmp_path, xcviz_cli, damage):
+def test_a_damaged_store_gives_one_line(tmp_path, xcviz_cli, capsys, damage):
     home = tmp_path / "home"
     store = RunStore(home)
     run = store.create(json.dumps({"dataset": "bibtex"}), "r")
     store.update(run, status="done")
     data = store.path.read_bytes()
     store.path.write_bytes(b"this is not a database" * 100 if damage == "garbage" else data[:1000])
-    for command in (["runs"], ["wait", run], ["resume", run], ["cancel", run]):
-        _one_line(xcviz_cli(*command, "--home", home), str(store.path))
+    _one_line(xcviz_cli("runs", "--home", home), str(store.path))
+    for command in (["wait", run], ["resume", run], ["cancel", run], ["report", run, "-o", tmp_path / "r.html"]):
+        _one_line(_in_process(capsys, *command, "--home", home), str(store.path))
 
 
-def test_a_missing_store_is_reported_not_created(tmp_path, xcviz_cli):
+def test_a_missing_store_is_reported_not_created(tmp_path, capsys):
     home = tmp_path / "nowhere"
     for command in (["runs"], ["wait", "r1"], ["resume", "r1"], ["cancel", "r1"]):
-        _one_line(xcviz_cli(*command, "--home", home), "no run store")
+        _one_line(_in_process(capsys, *command, "--home", home), "no run store")
     assert not home.exists()
 
 

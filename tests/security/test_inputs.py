@@ -47,7 +47,9 @@ def _one_line_error(result, *phrases):
     ("4 100000000 5", "0 1:1\n1 2:1\n2 3:1\n3 4:1\n", ["D = 100000000", "4 rows"]),
     ("4 5 100000000", "0 1:1\n1 2:1\n2 3:1\n3 4:1\n", ["L = 100000000", "4 rows"]),
     (None, "1 1:1\n2 1000000000000:1\n", [":2:", "feature index 1000000000000 too large"]),
-], ids=["xc_D_1e9", "xc_L_1e12", "xc_D_1e8_four_rows", "xc_L_1e8_four_rows", "libsvm_index_1e12"])
+    (None, "1 1:1\n2 300000000:1\n", ["D = 300000000", "2 rows"]),
+], ids=["xc_D_1e9", "xc_L_1e12", "xc_D_1e8_four_rows", "xc_L_1e8_four_rows", "libsvm_index_1e12",
+        "libsvm_index_3e8_two_rows"])
 def test_sizes_beyond_the_machine_are_refused_before_allocating(tmp_path, xcviz_cli, header, body, phrases):
     path = tmp_path / "huge.txt"
     path.write_text((f"{header}\n" if header else "") + body)

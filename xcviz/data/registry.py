@@ -66,6 +66,7 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
                                  f"({'an XC file starts with the header N D L' if fmt == 'xc' else 'LIBSVM, no header'})")
     if fmt == "libsvm":
         train, label_map = read_libsvm(train_path, n_features=n_features)
+        train = _trainable(train) if for_training else train
         if test_path is None:
             return train, None
         test, label_map = read_libsvm(test_path, n_features=n_features, label_map=label_map)
@@ -79,12 +80,12 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
 
 
 def _trainable(train: Dataset) -> Dataset:
-    """A training set whose declared D and L its rows can use: a header that declares far more
-    (a 4-row file with D = 10^8) would make every solver allocate for sizes the data never reaches,
-    so it is refused, naming the file and the sizes."""
+    """A training set whose D and L its rows can use: a header (or a lone LIBSVM index) that
+    declares far more (a 4-row file with D = 10^8) would make every solver allocate for sizes the
+    data never reaches, so it is refused, naming the file and the sizes."""
     for what, size, entries in (("D", train.n_features, train.X.nnz), ("L", train.n_labels, train.Y.nnz)):
         if size > max(SMALL_SIZE, SPARSE_SLACK * (entries + train.n)):
-            raise DatasetFormatError(str(train.path), 1, f"header declares {what} = {size}, but the file's "
+            raise DatasetFormatError(str(train.path), None, f"{what} = {size}, but the file's "
                                      f"{train.n} rows hold only {entries} entries: refused (training would "
                                      f"allocate for {size} {'features' if what == 'D' else 'labels'})")
     return train

@@ -228,8 +228,12 @@ class RunStore:
         return run
 
     def update(self, run: str, **values) -> None:
+        """Set fields of a run's row. A new `pid` without `pid_start` names that process as it is
+        now (its start time is read), so the owner stays exact."""
         if "status" in values and values["status"] not in STATUSES:
             raise ValueError(f"unknown status {values['status']!r}")
+        if "pid" in values and "pid_start" not in values:
+            values["pid_start"] = process_start(values["pid"]) if values["pid"] else None
         for key in ("summary", "versions", "inputs"):
             if key in values and not isinstance(values[key], str):
                 values[key] = json.dumps(values[key])
