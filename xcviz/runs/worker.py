@@ -24,6 +24,7 @@ from ..solvers import get_solver, make_params
 from ..solvers.blocks import assemble_rows
 from .spec import RunSpec
 from .store import RunStore, SqliteSink
+from .summary import model_summary, peak_rss_mb
 
 
 def _versions() -> dict:
@@ -66,11 +67,13 @@ def execute(store: RunStore, run: str) -> str:
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
             on_block=lambda labels, weights, bias: store.add_piece(run, labels, weights, bias))
         model, done = stored_model(store, run, train.n_labels, train.n_features, template)
+        model.info.update({k: v for k, v in template.info.items() if k not in model.info})
         model.save(store.run_dir(run) / "model")
         status = "done" if done == train.n_labels else "cancelled"
-        summary = {"labels_done": done, "model_nnz": model.nnz, "train_seconds": template.info["train_seconds"]}
+        summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
         if status == "done" and test is not None:
             summary.update(evaluate(model, test, train, threads=spec.threads))
+        summary["peak_rss_mb"] = peak_rss_mb()
         store.update(run, status=status, ended=time.time(), done=done, summary=summary)
         return status
     except Exception as exc:  # the run fails, the store says why; the process exits non-zero
@@ -89,11 +92,10 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
         stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y))
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"
-    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error")
-               if k in model.info}
-    summary["model_nnz"] = model.nnz
+    summary = model_summary(model, train.n, None if test is None else test.n)
     if status == "done" and test is not None:
         summary.update(evaluate(model, test, train, threads=spec.threads))
+    summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), summary=summary)
     return status
 

@@ -1,4 +1,6 @@
-"""How each record field is shown: its axis label and whether its y-axis is logarithmic by default.
+"""How each record field is shown: its axis label, whether its y-axis is logarithmic by default,
+and its unit: a share (0 to 1) is drawn on a linear axis from 0 to 1; a percent field is recorded
+as a share and drawn times 100, as the runs table prints it.
 
 Plots are data-driven: a run's plots are the fields of this table that its iteration records hold,
 in this order, whichever solver wrote them (field names are shared across solvers where the
@@ -12,24 +14,25 @@ from typing import NamedTuple
 class Field(NamedTuple):
     label: str
     log: bool
+    unit: str = ""  # "share", "percent" or "" (a plain value)
 
 
 FIELDS: dict[str, Field] = {
     "objective_gap": Field("(f - f_final) / |f_final|", True),
     "objective": Field("objective", True),
-    "active_fraction": Field("active set / n", False),
+    "active_fraction": Field("active set / n", False, "share"),
     "active_set": Field("active set", False),
     "nnz": Field("nnz(w)", False),
     "step_size": Field("line-search multiplier", False),
     "cg_steps": Field("CG steps", False),
     "seconds": Field("seconds per iteration", True),
     "duality_gap": Field("duality gap", True),
-    "violators": Field("margin violators", True),
-    "oracle_recall": Field("oracle recall", False),
+    "violators": Field("margin violators (share of rows)", False, "share"),
+    "oracle_recall": Field("oracle recall", False, "share"),
     "margin_error": Field("margin error", False),
     "query_seconds": Field("oracle query seconds", True),
     "update_seconds": Field("update seconds", True),
-    "accuracy": Field("accuracy", False),
+    "accuracy": Field("validation accuracy (%)", False, "percent"),
 }
 # a field that a more telling derived field replaces when both are there
 REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction"}

@@ -13,11 +13,24 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import locked, new_figure, scaled, set_log
+from .figures import fit, locked, new_figure, scaled, set_log, style_legend
 from .records import PlotRun
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
 SLOWEST = 10
+NO_LABELS = ("The shown runs record no per-label results ({names}: a multiclass solver trains all classes "
+             "at once). Tick a one-vs-all run (dismec, ppdsparse) to see its labels here.")
+
+
+def _no_labels(runs: dict[str, PlotRun]) -> str:
+    """What the per-label views say when none of the shown runs has label records ("" otherwise)."""
+    if not runs:
+        return "No run shown yet: launch one, or tick runs in the table."
+    if any(len(r.records.labels) for r in runs.values()):
+        return ""
+    if any(r.records.iterations.per_label() for r in runs.values()):
+        return "The shown runs have not finished a label yet."
+    return NO_LABELS.format(names=", ".join(r.name for r in runs.values()))
 
 
 def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -44,6 +57,7 @@ class PositivesView:
             fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("label", "@label"), ("positives", "@n_pos"),
                                               ("iterations", "@iterations"), ("seconds", "@seconds")]))
         set_log(self.seconds.yaxis[0], True, "seconds")
+        self.note = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
         self._sources: dict[str, ColumnDataSource] = {}
         self._glyphs: dict[str, list] = {}
         self._streamed: dict[str, int] = {}
@@ -53,17 +67,31 @@ class PositivesView:
             labels = plot_run.records.labels
             if run not in self._sources:
                 source = ColumnDataSource(_label_points(labels.iloc[:0]))
-                style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name)
+                style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name,
+                             legend_label=plot_run.name)
                 self._glyphs[run] = [self.iterations.scatter(x="lx", y="iterations", **style),
                                      self.seconds.scatter(x="lx", y="ly", **style)]
+                for fig in (self.iterations, self.seconds):
+                    style_legend(fig)
                 self._sources[run], self._streamed[run] = source, 0
             if len(labels) > self._streamed[run]:
                 self._sources[run].stream(_label_points(labels.iloc[self._streamed[run]:]))
                 self._streamed[run] = len(labels)
         for run, glyphs in self._glyphs.items():
+            shown = run in runs and self._streamed[run] > 0  # a run without label records stays out of the legend
             for glyph in glyphs:
-                if glyph.visible != (run in runs):
-                    glyph.visible = run in runs
+                if glyph.visible != shown:
+                    glyph.visible = shown
+        for legend in (*self.iterations.legend, *self.seconds.legend):
+            for item in legend.items:  # hidden runs leave the legend
+                if item.visible != any(r.visible for r in item.renderers):
+                    item.visible = any(r.visible for r in item.renderers)
+        data = [self._sources[run].data for run in runs if run in self._sources]
+        for fig, y in ((self.iterations, "iterations"), (self.seconds, "ly")):
+            fit(fig, [d["lx"] for d in data], [d[y] for d in data], True, fig is self.seconds)
+        text = _no_labels(runs)
+        if text != self.note.object:
+            self.note.object, self.note.visible = text, bool(text)
 
     def forget(self, run: str) -> None:
         glyphs = self._glyphs.pop(run, [])
@@ -75,8 +103,9 @@ class PositivesView:
     def figures(self) -> list:
         return [self.iterations, self.seconds]
 
-    def panel(self) -> pn.GridBox:
-        return pn.GridBox(pn.pane.Bokeh(self.iterations), pn.pane.Bokeh(self.seconds), ncols=2)
+    def panel(self) -> pn.Column:
+        return pn.Column(self.note, pn.Row(pn.pane.Bokeh(self.iterations), pn.pane.Bokeh(self.seconds)),
+                         sizing_mode="stretch_width")
 
 
 class LabelInspector:
@@ -104,13 +133,20 @@ class LabelInspector:
         self.slowest.param.watch(self._pick_row, "selection")
 
     def show(self, runs: dict[str, PlotRun]) -> None:
-        """Offer these runs; redraw if the inspected label's records changed."""
-        self.runs = runs
-        options = {r.name: run for run, r in runs.items()}
+        """Offer the shown runs that train label by label; redraw if the inspected label's records
+        changed. Says so when none of them has labels."""
+        self.runs = {run: r for run, r in runs.items() if r.records.iterations.per_label() or len(r.records.labels)}
+        options = {r.name: run for run, r in self.runs.items()}
         if options != self.run.options:
             self.run.options = options
-        if self.run.value not in runs:
-            self.run.value = next(iter(runs), None)
+        if self.run.value not in self.runs:
+            self.run.value = next(iter(self.runs), None)
+        if not self.runs:
+            self.info.object = _no_labels(runs)
+            for fig in self._figures:
+                fig.visible = False
+            self._shown = None
+            return
         self._update_table()
         self.redraw()
 
@@ -151,6 +187,7 @@ class LabelInspector:
             values = steps[field].to_numpy(np.float64)
             source.data = {"x": steps["iteration"].to_numpy(), "y": scaled(values, log), "v": values}
             set_log(fig.yaxis[0], log, field_label(field))
+            fit(fig, [source.data["x"]], [source.data["y"]], False, log)
             fig.title.text = f"label {self.label.value}: {field_label(field)}"
         labels = plot_run.records.labels
         row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]

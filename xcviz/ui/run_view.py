@@ -7,7 +7,7 @@ import panel as pn
 
 from ..runs.launcher import FINAL
 from ..runs.store import RunStore
-from .figures import PALETTE
+from .figures import run_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
@@ -22,7 +22,6 @@ class RunView:
         self.cache = RecordCache(store)
         self.plots = LivePlots()
         self.positives = PositivesView()
-        self.colors: dict[str, str] = {}  # a run keeps its colour for the life of the view
         self._complete: set[str] = set()
         self._callback = None
 
@@ -31,7 +30,6 @@ class RunView:
         runs = {}
         for run in shown:
             row = rows[run]
-            self.colors.setdefault(run, PALETTE[len(self.colors) % len(PALETTE)])
             if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
                 before = self.cache.runs.get(run)
                 if self.cache.refresh(run) is not before and before is not None:  # its records were reset
@@ -41,7 +39,7 @@ class RunView:
                     self._complete.add(run)
                 else:
                     self._complete.discard(run)
-            runs[run] = PlotRun(row["name"], self.colors[run], self.cache.runs[run], int(row["total"]))
+            runs[run] = PlotRun(row["name"], run_color(row), self.cache.runs[run], int(row["total"]))
         self.plots.show(runs)
         self.positives.show(runs)
         return runs
