@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from xcviz.cli import main
-from xcviz.runs.launcher import launch, wait
+from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.ui.datasets import dataset_choices, refused_datasets

@@ -20,7 +20,7 @@ def test_compare_two_initializers_live(server, home):
     each run training for several seconds, long enough to watch its records arrive block by block."""
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "dashboard-mid-run.png").unlink(missing_ok=True)
-    with browser_page(1300, 1000) as (page, errors):
+    with browser_page(1440, 900) as (page, errors):
         page.goto(server)
         page.wait_for_selector("text=Compare", timeout=60000)
         page.locator("select").first.select_option("bibtex")

@@ -42,8 +42,13 @@ FIGURES_JS = """() => {
       if (item.visible === false) continue;
       labels.push(...item.get_labels_list_from_label_prop());
     }
+    const ticks = [];
+    for (const [axis, range] of [[m.below[0], m.x_range], [m.left[0], m.y_range]]) {
+      const shown = Array.from(axis.ticker.ticks || []).filter(t => t >= range.start && t <= range.end);
+      ticks.push({log: axis.axis_label.includes('log scale'), at: shown, text: axis.formatter.doFormat(shown, {loc: 0})});
+    }
     out.push({title: m.title.text, visible: m.visible, x: [m.x_range.start, m.x_range.end],
-              y: [m.y_range.start, m.y_range.end], dx: extent(xs), dy: extent(ys), labels: labels});
+              y: [m.y_range.start, m.y_range.end], dx: extent(xs), dy: extent(ys), labels: labels, ticks: ticks});
   }
   return out;
 }"""
@@ -66,6 +71,17 @@ def assert_ranges_follow(figs: list[dict], context: str) -> None:
             assert pinned or end - start <= 1.2 * (hi - lo) + flat, where
 
 
+def assert_readable_ticks(figs: list[dict]) -> None:
+    """At least two ticks per axis, no two labels alike, log axes at powers of ten when they span
+    two decades or more."""
+    for f in figs:
+        for axis in f["ticks"]:
+            where = f"{f['title']}: ticks {axis['at']} read {axis['text']}"
+            assert len(axis["at"]) >= 2 and len(set(axis["text"])) == len(axis["text"]), where
+            if axis["log"] and axis["at"][-1] - axis["at"][0] >= 2:
+                assert all(float(t).is_integer() for t in axis["at"]), where
+
+
 def _generate(prefix, d: int, seed: int) -> None:
     subprocess.run([sys.executable, "-m", "xcviz.cli", "generate", str(prefix), "--n", "500", "--d", str(d),
                     "--labels", "24", "--avg-nnz", "20", "--seed", str(seed)], check=True, capture_output=True)
@@ -73,8 +89,9 @@ def _generate(prefix, d: int, seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A store with three finished runs: dismec on a wide problem (nnz up to hundreds), dismec on a
-    narrow one (nnz at most 30) and MEMOIR on the narrow one (an epoch axis, no labels)."""
+    """A store with four finished runs: dismec on a wide problem (nnz up to hundreds), dismec on a
+    narrow one (nnz at most 31) and MEMOIR on the narrow one with the exact and the HNSW oracle (an
+    epoch axis, no labels)."""
     root = tmp_path_factory.mktemp("page")
     data = root / "data"
     data.mkdir()
@@ -86,11 +103,13 @@ def runs(tmp_path_factory):
              RunSpec(dataset=str(data / "narrow_train.txt"), test=str(data / "narrow_test.txt"), solver="dismec",
                      params={"init": "msi", "prune_threshold": 0.0}, name="narrow-msi"),
              RunSpec(dataset=str(data / "narrow_train.txt"), test=str(data / "narrow_test.txt"), solver="memoir",
-                     params={"lam": 1e-4, "epochs": 2}, name="narrow-memoir")]
+                     params={"lam": 1e-4, "epochs": 2}, name="narrow-memoir"),
+             RunSpec(dataset=str(data / "narrow_train.txt"), test=str(data / "narrow_test.txt"), solver="memoir",
+                     params={"lam": 1e-4, "epochs": 2, "oracle": "hnsw"}, name="narrow-memoir-hnsw")]
     ids = [launch(spec.validate(), store) for spec in specs]
     for run in ids:
         assert wait(store, run, timeout=300)["status"] == "done"
-    return root, data, dict(zip(("wide", "narrow", "memoir"), ids))
+    return root, data, dict(zip(("wide", "narrow", "memoir", "hnsw"), ids))
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +171,7 @@ def test_axes_follow_the_shown_runs(page_server, runs):
         _settle(page, 1)
         wide = {f["title"].split(":")[0]: f for f in figures(page)}
         assert_ranges_follow(list(wide.values()), "wide-zero")
+        assert_readable_ticks(list(wide.values()))
         _tick(page, "wide-zero", False)
         _tick(page, "narrow-msi")
         _settle(page, 1)
@@ -161,6 +181,7 @@ def test_axes_follow_the_shown_runs(page_server, runs):
         _tick(page, "narrow-memoir")
         _settle(page, 2)
         assert_ranges_follow(figures(page), "narrow-msi and MEMOIR")
+        assert_readable_ticks(figures(page))
         page.locator("select").filter(has_text="cumulative work").last.select_option(label="epoch (streaming solvers)")
         epoch = _until(page, lambda figs: figs and all(f["x"][1] <= 2.2 for f in figs) and _follow(figs))  # 2 epochs
         assert_ranges_follow(epoch, "epoch axis")
@@ -186,9 +207,17 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page_server, ru
         page.wait_for_timeout(2000)
         per_label = [f for f in figures(page) if "positives" in f["title"]]
         assert per_label and all(set(f["labels"]) == {"wide-zero", "narrow-msi"} for f in per_label), per_label
+        page.get_by_text("Live plots", exact=True).click()
+        for name, on in (("wide-zero", False), ("narrow-msi", False), ("narrow-memoir-hnsw", True)):
+            _tick(page, name, on)
+        _settle(page, 2)  # a MEMOIR oracle comparison: exact against HNSW
+        memoir = figures(page)
+        assert all(set(f["labels"]) == {"narrow-memoir", "narrow-memoir-hnsw"} for f in memoir), memoir
+        assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
+        page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
     assert errors == []
     out = tmp_path / "report.html"
-    done = subprocess.run([sys.executable, "-m", "xcviz.cli", "report", *ids.values(), "-o", str(out), "--home",
+    done = subprocess.run([sys.executable, "-m", "xcviz.cli", "report", *list(ids.values())[:3], "-o", str(out), "--home",
                            str(root / "home")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     with browser_page(1440, 900) as (page, errors):
@@ -202,26 +231,25 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page_server, ru
         assert f["labels"] and set(f["labels"]) <= {"wide-zero", "narrow-msi", "narrow-memoir"}, f
 
 
-@pytest.mark.parametrize("typed, says", [("-5", "C must be at least 1e-06, not -5.0"), ("0", "C must be at least 1e-06"),
-                                         ("abc", "C must be a number")])
-def test_a_refused_parameter_is_shown_and_blocks_compare(page_server, runs, typed, says):
+def test_a_refused_parameter_is_shown_and_blocks_compare(page_server, runs):
     root, _, _ = runs
     before = len(RunStore(root / "home").list())
     with browser_page(1440, 900) as (page, errors):
         _open(page, page_server)
         field = page.get_by_label("C", exact=True)
-        field.fill(typed)
-        field.press("Enter")
-        page.get_by_text(says).wait_for(timeout=10000)
         compare = page.get_by_role("button", name="Compare", exact=True)
-        assert compare.is_disabled()
-        assert field.input_value() == typed  # not replaced
-        compare.click(force=True)
-        page.wait_for_timeout(1500)
-        assert len(RunStore(root / "home").list()) == before
+        for typed, says in (("-5", "C must be at least 1e-06, not -5.0"), ("0", "C must be at least 1e-06, not 0.0"),
+                            ("abc", "C must be a number, not 'abc'")):
+            field.fill(typed)
+            field.press("Enter")
+            page.get_by_text(says).wait_for(timeout=10000)  # the parameter's message, beside it
+            assert compare.is_disabled() and field.input_value() == typed  # blocked, and not replaced
+            compare.click(force=True)
+            page.wait_for_timeout(500)
+            assert len(RunStore(root / "home").list()) == before
         field.fill("2")
         field.press("Enter")
-        page.get_by_text(says).wait_for(state="hidden", timeout=10000)
+        page.get_by_text("C must be a number").wait_for(state="hidden", timeout=10000)
         assert compare.is_enabled()
     assert errors == []
 

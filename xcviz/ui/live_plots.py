@@ -85,6 +85,7 @@ class LivePlots:
         self._sources: dict[str, tuple[ColumnDataSource, ColumnDataSource, ColumnDataSource]] = {}
         self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
+        self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
@@ -118,12 +119,13 @@ class LivePlots:
                       ] if field in fields else []
             thinned |= any(c["thinned"] for _, _, c in curves)
             sent = [(run, state) for run, state, _ in curves]
-            if self._sent.get(field) != sent:
+            if self._sent.get(field) != sent:  # new data, or a new view of it: new ranges too
                 data = _columns([(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
                 for source, columns in zip(self._sources[field], data):
                     source.data = columns
                 self._sent[field] = sent
-            visible = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y)
+                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y)
+            visible = self._drawn[field]
             if visible:
                 set_log(fig.yaxis[0], log_y, FIELDS[field].label)
                 set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
