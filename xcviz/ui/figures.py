@@ -25,15 +25,18 @@ from bokeh.plotting import figure
 # Tableau 10: runs numbered one after the other get different colours
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#7f7f7f")
-# one number format for every axis: up to 4 significant digits, exponent outside 1e-3 .. 1e5
+# one number format for every axis: up to 4 significant digits, and on an axis with a tick beyond
+# 1e5 or below 1e-3, every tick as an exponent (1e-4, 2.5e-4, 1e-3: never "0.001" beside "1e-4")
 _NUMBER = """
-const a = Math.abs(v);
+const values = ticks.map(value);
+const exponent = values.some((x) => x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-3));
+const v = value(tick);
 if (v === 0) return '0';
-if (a >= 1e5 || a < 1e-3) return v.toExponential(1).replace('.0e', 'e').replace('e+', 'e');
+if (exponent) return Number(v.toPrecision(3)).toExponential().replace('e+', 'e');
 return String(Number(v.toPrecision(4)));
 """
-_LINEAR_TICKS = "const v = tick;" + _NUMBER
-_LOG_TICKS = "const v = Math.pow(10, tick);" + _NUMBER
+_LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
+_LOG_TICKS = "const value = (t) => Math.pow(10, t);" + _NUMBER
 
 
 def run_color(run: dict | int | str) -> str:

@@ -45,60 +45,60 @@ def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 class PositivesView:
-    """Iterations to convergence and seconds against positives, one point per label, per run."""
+    """Iterations to convergence and seconds against positives, one point per label, per run.
+
+    Like the live plots, each figure has one glyph fed by one source that holds every shown run
+    (a colour and a run column, the legend grouped by run): a change of the shown runs sends new
+    data, never new models, which a page would not know while this tab is not drawn."""
 
     def __init__(self, width: int = 440, height: int = 300) -> None:
         self.iterations = new_figure("iterations to convergence against positives (labels with none left out)",
                                      "positives", "iterations", width=width, height=height)
         self.seconds = new_figure("training seconds against positives (labels with none left out)",
                                   "positives", "seconds", width=width, height=height)
-        for fig in (self.iterations, self.seconds):
+        self.source = ColumnDataSource(self._columns({}))
+        for fig, y in ((self.iterations, "iterations"), (self.seconds, "ly")):
             set_log(fig.xaxis[0], True, "positives")
-            fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("label", "@label"), ("positives", "@n_pos"),
+            fig.scatter(x="lx", y=y, source=self.source, color="color", alpha=0.6, size=5, legend_field="run")
+            fig.add_tools(HoverTool(tooltips=[("run", "@run"), ("label", "@label"), ("positives", "@n_pos"),
                                               ("iterations", "@iterations"), ("seconds", "@seconds")]))
+            style_legend(fig)
         set_log(self.seconds.yaxis[0], True, "seconds")
         self.note = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
-        self._sources: dict[str, ColumnDataSource] = {}
-        self._glyphs: dict[str, list] = {}
-        self._streamed: dict[str, int] = {}
+        self._points: dict[str, tuple[int, dict]] = {}  # run -> (labels read, its columns)
+        self._sent: list | None = None
 
-    def show(self, runs: dict[str, PlotRun]) -> None:
+    def _columns(self, runs: dict[str, PlotRun]) -> dict[str, np.ndarray]:
+        """The source's columns: every shown run's labels with positives, tagged with its name and colour."""
+        parts = []
         for run, plot_run in runs.items():
             labels = plot_run.records.labels
-            if run not in self._sources:
-                source = ColumnDataSource(_label_points(labels.iloc[:0]))
-                style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name,
-                             legend_label=plot_run.name)
-                self._glyphs[run] = [self.iterations.scatter(x="lx", y="iterations", **style),
-                                     self.seconds.scatter(x="lx", y="ly", **style)]
-                for fig in (self.iterations, self.seconds):
-                    style_legend(fig)
-                self._sources[run], self._streamed[run] = source, 0
-            if len(labels) > self._streamed[run]:
-                self._sources[run].stream(_label_points(labels.iloc[self._streamed[run]:]))
-                self._streamed[run] = len(labels)
-        for run, glyphs in self._glyphs.items():
-            shown = run in runs and self._streamed[run] > 0  # a run without label records stays out of the legend
-            for glyph in glyphs:
-                if glyph.visible != shown:
-                    glyph.visible = shown
-        for legend in (*self.iterations.legend, *self.seconds.legend):
-            for item in legend.items:  # hidden runs leave the legend
-                if item.visible != any(r.visible for r in item.renderers):
-                    item.visible = any(r.visible for r in item.renderers)
-        data = [self._sources[run].data for run in runs if run in self._sources]
-        for fig, y in ((self.iterations, "iterations"), (self.seconds, "ly")):
-            fit(fig, [d["lx"] for d in data], [d[y] for d in data], True, fig is self.seconds)
+            cached = self._points.get(run)
+            if cached is None or cached[0] != len(labels):
+                cached = (len(labels), _label_points(labels))
+                self._points[run] = cached
+            points = cached[1]
+            n = len(points["lx"])
+            parts.append({**points, "run": np.full(n, plot_run.name, dtype=object),
+                          "color": np.full(n, plot_run.color, dtype=object)})
+        keys = ("lx", "ly", "n_pos", "iterations", "seconds", "label", "run", "color")
+        return {k: np.concatenate([p[k] for p in parts]) if parts else np.array([]) for k in keys}
+
+    def show(self, runs: dict[str, PlotRun]) -> None:
+        sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
+        if sent != self._sent:
+            data = self._columns(runs)
+            self.source.data = data
+            self._sent = sent
+            fit(self.iterations, [data["lx"]], [data["iterations"]], True, False)
+            fit(self.seconds, [data["lx"]], [data["ly"]], True, True)
         text = _no_labels(runs)
         if text != self.note.object:
             self.note.object, self.note.visible = text, bool(text)
 
     def forget(self, run: str) -> None:
-        glyphs = self._glyphs.pop(run, [])
-        for fig in (self.iterations, self.seconds):
-            fig.renderers = [r for r in fig.renderers if r not in glyphs]
-        self._sources.pop(run, None)
-        self._streamed.pop(run, None)
+        self._points.pop(run, None)
+        self._sent = None
 
     def figures(self) -> list:
         return [self.iterations, self.seconds]
