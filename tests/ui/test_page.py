@@ -283,6 +283,10 @@ def test_no_request_leaves_the_server_in_a_launch_watch_export_workflow(page_ser
         for tab in ("Per label", "Label inspector", "Live plots"):
             page.get_by_text(tab, exact=True).click()
             page.wait_for_timeout(1000)
+        _tick(page, "narrow-memoir")  # runs change while the other tabs are closed (this once fetched
+        _tick(page, "narrow-zero", False)  # Panel's CSS from its CDN, and sent models the page lacked)
+        page.wait_for_timeout(2000)
+        _tick(page, "narrow-zero")
         for button in ("Report (HTML)", "Records (CSV, JSON)"):
             with page.expect_download() as download:
                 page.get_by_text(button).click()

@@ -55,6 +55,12 @@ class Dashboard:
         self._opened = False
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
+        # Panel takes a closed tab's components out of the page, and updating them there sends
+        # stylesheets linking Panel's CDN: only the open tab's texts and widgets are kept up to date
+        # (figures always are); opening a tab brings its own up to date
+        self.tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
+                            ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width", dynamic=True)
+        self.tabs.param.watch(locked(lambda _e: self.show()), "active")
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; errors show in the page."""
@@ -98,8 +104,10 @@ class Dashboard:
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
         self.export.enable(bool(self.runs.ticked()))
-        runs = self.live.update(self._rows, self.shown())
-        self.inspector.show(runs)
+        tab = self.tabs.active
+        runs = self.live.update(self._rows, self.shown(), texts=("plots", "positives", "")[tab:tab + 1])
+        if tab == 2:
+            self.inspector.show(runs)
         total = sum(len(r.records.iterations) for r in runs.values())
         how = "ticked" if self.runs.ticked() else "launched from this page; tick runs to choose" if runs else \
             "tick runs in the table to plot them"
@@ -113,12 +121,10 @@ class Dashboard:
         itself once a second while it is open."""
         sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(), self.launch_message,
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
-        tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
-                       ("Label inspector", self.inspector.panel()), sizing_mode="stretch_width", dynamic=True)
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
                         header_background="#f4f4f4")
-        main = pn.Column(self.welcome, table, self.status, tabs, sizing_mode="stretch_width")
+        main = pn.Column(self.welcome, table, self.status, self.tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
         self.refresh()
         return pn.Row(sidebar, main, sizing_mode="stretch_both")

@@ -82,9 +82,11 @@ class PositivesView:
             parts.append({**points, "run": np.full(n, plot_run.name, dtype=object),
                           "color": np.full(n, plot_run.color, dtype=object)})
         keys = ("lx", "ly", "n_pos", "iterations", "seconds", "label", "run", "color")
-        return {k: np.concatenate([p[k] for p in parts]) if parts else np.array([]) for k in keys}
+        return {k: np.concatenate([p[k] for p in parts]) if parts else np.array([], dtype=object if k in ("run", "color")
+                                                                                else np.float64) for k in keys}
 
-    def show(self, runs: dict[str, PlotRun]) -> None:
+    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
+        """Draw these runs' labels; with `text`, say above the figures when they have none."""
         sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
         if sent != self._sent:
             data = self._columns(runs)
@@ -92,9 +94,9 @@ class PositivesView:
             self._sent = sent
             fit(self.iterations, [data["lx"]], [data["iterations"]], True, False)
             fit(self.seconds, [data["lx"]], [data["ly"]], True, True)
-        text = _no_labels(runs)
-        if text != self.note.object:
-            self.note.object, self.note.visible = text, bool(text)
+        note = _no_labels(runs) if text else self.note.object
+        if note != self.note.object:
+            self.note.object, self.note.visible = note, bool(note)
 
     def forget(self, run: str) -> None:
         self._points.pop(run, None)

@@ -90,10 +90,11 @@ class LivePlots:
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
-    def show(self, runs: dict[str, PlotRun]) -> None:
-        """Plot these runs (run id -> PlotRun), in this order, hiding any others."""
+    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
+        """Plot these runs (run id -> PlotRun), in this order, hiding any others; `text`: also
+        update the lines beside the figures."""
         self.runs = runs
-        self.redraw()
+        self.redraw(text)
 
     def _settings(self) -> tuple:
         return self.x_axis.value, self.y_scale.value, self.log_x.value, self.smoothing.value, self.window.value
@@ -101,8 +102,9 @@ class LivePlots:
     def _log_y(self, field: str) -> bool:
         return self.y_scale.value == "log" or (self.y_scale.value == "field default" and FIELDS[field].log)
 
-    def redraw(self) -> None:
-        """Bring every figure up to date; work only where a run's records or the settings changed."""
+    def redraw(self, text: bool = True) -> None:
+        """Bring every figure (and with `text` the lines beside them) up to date; work only where a
+        run's records or the settings changed."""
         axis = self.x_axis.value
         fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
         if any(f not in self._figures for f in fields):
@@ -133,7 +135,7 @@ class LivePlots:
                                 if np.isfinite(c["median"]).any()}
             if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
                 self._figures[field].visible = visible
-        self._titles_and_rules(drawn, thinned)
+        self._titles_and_rules(drawn, thinned, text)
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool) -> bool:
         """Ranges from what the figure draws now; False if it draws nothing (no finite point)."""
@@ -142,7 +144,7 @@ class LivePlots:
         ys = [c[k] for c in curves for k in ("median", "lower", "upper")]
         return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned)
 
-    def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool) -> None:
+    def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool, text: bool = True) -> None:
         """Titles that say what is drawn: bands over labels only where the figure's runs train many
         labels, and the wall-time bins on that axis; the rules of the x-axis, smoothing and
         downsampling. `drawn`: field -> whether each run drawn in it has many labels."""
@@ -160,6 +162,8 @@ class LivePlots:
             title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
             if self._titles.get(field) != title:
                 self._figures[field].object.title.text = self._titles[field] = title
+        if not text:
+            return
         rules = (f"{X_AXES[axis]}. Smoothing: {smoothing}, applied before downsampling. Downsampling: at most "
                  f"{MAX_POINTS} points per curve, every k-th point plus the last"
                  f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0.")

@@ -25,8 +25,11 @@ class RunView:
         self._complete: set[str] = set()
         self._callback = None
 
-    def update(self, rows: dict[str, dict], shown: list[str]) -> dict[str, PlotRun]:
-        """Show these runs (ids, with their store rows); returns them as the views see them."""
+    def update(self, rows: dict[str, dict], shown: list[str], texts: tuple[str, ...] = ("plots", "positives")
+               ) -> dict[str, PlotRun]:
+        """Show these runs (ids, with their store rows); the views named in `texts` also update the
+        text they show beside their figures (a page leaves out those of tabs it does not show).
+        Returns the runs as the views see them."""
         runs = {}
         for run in shown:
             row = rows[run]
@@ -40,8 +43,8 @@ class RunView:
                 else:
                     self._complete.discard(run)
             runs[run] = PlotRun(row["name"], run_color(row), self.cache.runs[run], int(row["total"]))
-        self.plots.show(runs)
-        self.positives.show(runs)
+        self.plots.show(runs, text="plots" in texts)
+        self.positives.show(runs, text="positives" in texts)
         return runs
 
     def forget(self, run: str) -> None:
