@@ -13,3 +13,5 @@ def test_readme_python_examples_run(capsys):
         exec(compile(block, str(README), "exec"), namespace)
     out = capsys.readouterr().out
     assert "P@1" in out and "PSP@5" in out
+    clf = namespace["clf"]  # the estimator example scores the model its new parameters trained
+    assert clf.model_.params["init"] == "bias" and clf.model_.params["bias_weight"] == -2.0

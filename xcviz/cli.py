@@ -6,8 +6,9 @@ one line `xcviz: error: ...` on stderr and exit status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
-import resource
+import os
 import sqlite3
 import sys
 import time
@@ -134,41 +135,49 @@ def _cluster(args: argparse.Namespace) -> str | None:
     return text
 
 
+def _paired_test(dataset: str, test: str | None) -> str | None:
+    """The test file for `xcviz train PREFIX_train.txt` without --test: PREFIX_test.txt beside it,
+    if there (said on stderr). Any other dataset must be bundled or a file: else a suggestion."""
+    from .data.registry import BUNDLED
+
+    path = Path(dataset)
+    if test is None and path.is_file() and "_train.txt" in path.name:
+        paired = path.with_name(path.name.replace("_train.txt", "_test.txt", 1))
+        if paired.is_file():
+            print(f"xcviz: testing on {paired} (the file beside {path.name}; --test chooses another)", file=sys.stderr)
+            return str(paired)
+    if dataset not in BUNDLED and not path.exists():
+        close = difflib.get_close_matches(dataset.lower(), list(BUNDLED), n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ValueError(f"{dataset}: no such file, nor a bundled data set; {hint}`xcviz datasets` lists the bundled ones")
+    return test
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
     from .runs.sinks import JsonLinesSink
-    from .runs.cluster import CLUSTER_KEYS
+    from .runs.summary import model_summary, peak_rss_mb
     from .solvers import get_solver
 
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
-    train_ds, test_ds = resolve(args.dataset, args.test)
+    train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
     params = _solver_params(args)
     recorder = JsonLinesSink(args.records) if args.records else None
     multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
                   validation=test_ds if multiclass and args.records else None, cluster=_cluster(args), **params)
-    summary = {"dataset": args.dataset, "solver": args.solver, "threads": model.info["threads"],
-               "n_train": model.info.get("n_train", train_ds.n), "train_seconds": round(model.info["train_seconds"], 4),
-               "model_nnz": model.nnz}
-    summary.update({k: model.params[k] for k in ("init", "loss", "variant", "oracle", "epochs", "mode")
-                    if k in model.params})
-    summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
-    summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
-    if multiclass:
-        summary.update({k: round(model.info[k], 6) for k in ("epoch_seconds", "oracle_recall", "oracle_recall_at_1",
-                                                              "oracle_recall_at_10", "margin_error", "objective")
-                        if k in model.info})
+    summary = {"dataset": args.dataset, "solver": args.solver,
+               **model_summary(model, train_ds.n, None if test_ds is None else test_ds.n)}
     if test_ds is not None:
-        summary["n_test"] = test_ds.n
         summary.update({k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()})
     if args.out:
         model.info["summary"] = summary
         model.save(args.out)
         summary["model_dir"] = str(args.out)
-    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    summary["peak_rss_mb"] = peak_rss_mb()
     if args.json:
         print(json.dumps(summary))
     else:
@@ -238,13 +247,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from .runs.store import RunStore
 
-    status = RunStore(args.home, create=False).request_cancel(args.run)
+    store = RunStore(args.home, create=False)
+    run = store.find(args.run)
+    status = store.request_cancel(run)
     if status == "cancelled":
-        print(f"cancelled: {args.run} had no process training it")
+        print(f"cancelled: {run} had no process training it")
     elif status in ("queued", "running"):
-        print(f"cancel requested: {args.run} stops after its current block of labels")
+        print(f"cancel requested: {run} stops after its current block of labels")
     else:
-        print(f"{args.run} is already {status}")
+        print(f"{run} is already {status}")
     return 0
 
 
@@ -252,25 +263,56 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from .runs.launcher import resume
     from .runs.store import RunStore
 
-    resume(RunStore(args.home, create=False), args.run)
-    print(args.run)
+    store = RunStore(args.home, create=False)
+    run = store.find(args.run)
+    resume(store, run)
+    print(run)
     return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from .runs.store import RunStore
+
+    store = RunStore(args.home, create=False)
+    run = store.find(args.run)
+    name = store.get(run)["name"]
+    store.delete(run)
+    print(f"deleted {name} ({run}): its records, weights and folder")
+    return 0
+
+
+def run_summary(row: dict) -> dict:
+    """A run of the store as `train --json` summarises a training (same keys), plus its id, name,
+    status and error."""
+    from .runs.spec import RunSpec
+    from .solvers import make_params
+
+    spec = RunSpec.from_json(row["spec"], source=f"run {row['id']}")
+    params = make_params(spec.solver, **spec.params).param.values()
+    main = {k: params[k] for k in ("init", "loss", "variant", "oracle", "epochs") if k in params}
+    return {"id": row["id"], "name": row["name"], "status": row["status"], "error": row["error"],
+            "dataset": spec.dataset, "solver": spec.solver, **main, **row["summary"]}
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
     from .runs.launcher import wait
     from .runs.store import RunStore
 
-    row = wait(RunStore(args.home, create=False), args.run, timeout=args.timeout)
-    print(json.dumps({"id": row["id"], "status": row["status"], "error": row["error"], **row["summary"]}))
-    return 0 if row["status"] in ("done", "cancelled") else 1
+    store = RunStore(args.home, create=False)
+    summary = run_summary(wait(store, store.find(args.run), timeout=args.timeout))
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(_table([(k, _fmt(v)) for k, v in summary.items() if v is not None]))
+    return 0 if summary["status"] in ("done", "cancelled") else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .runs.store import RunStore
 
-    for path in write_report(RunStore(args.home, create=False), args.runs, args.output):
+    store = RunStore(args.home, create=False)
+    for path in write_report(store, [store.find(run) for run in args.runs], args.output):
         print(f"wrote {path}")
     return 0
 
@@ -352,15 +394,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs)
     for name, func, text in (("cancel", cmd_cancel, "stop a run after its current block, keeping a partial model"),
                              ("resume", cmd_resume, "continue an interrupted, cancelled or failed run"),
-                             ("wait", cmd_wait, "block until a run ends; prints its summary")):
+                             ("wait", cmd_wait, "block until a run ends; prints its summary"),
+                             ("delete", cmd_delete, "delete a run that is not running: records, weights, folder")):
         p = sub.add_parser(name, parents=[home], help=text)
-        p.add_argument("run")
+        p.add_argument("run", help="the run's id, a unique start of it, or its name")
         if name == "wait":
             p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+            p.add_argument("--json", action="store_true", help="one JSON line with the keys of `train --json`")
         p.set_defaults(func=func)
 
     p = sub.add_parser("report", parents=[home], help="write a standalone HTML report (+ CSV/JSON records) of runs")
-    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="ids, unique starts of ids, or names")
     p.add_argument("-o", "--output", default="report.html", help="the HTML file (default report.html)")
     p.set_defaults(func=cmd_report)
 
@@ -394,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (`xcviz runs | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     except _USER_ERRORS as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"xcviz: error: {message}", file=sys.stderr)

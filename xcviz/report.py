@@ -1,9 +1,10 @@
 """Run reports anyone can open offline: one standalone HTML file, plus CSV and JSON of the records.
 
-The HTML holds the specs, the environment (versions, cores), a metrics table of all runs side by
-side and the same plots as the dashboard (`xcviz.ui.live_plots` and `xcviz.ui.label_views`: per
-recorded field the median and 5-95% band over labels against iteration, and iterations and time
-against the number of positives), with Bokeh's JavaScript inlined: no network needed.
+The HTML holds a metrics table of all runs side by side (runs by name, one precision per metric),
+the settings the runs share and, as a table, those in which they differ, the environment (versions,
+cores), and the same plots as the dashboard (`xcviz.ui.live_plots` and `xcviz.ui.label_views`, each
+with its legend, in the dashboard's run colours) at the page's width, with Bokeh's JavaScript
+inlined: no network needed.
 """
 from __future__ import annotations
 
@@ -35,15 +36,23 @@ METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", 
 KINDS = ("iteration", "label")
 
 
+# the format of each metric in the tables: one precision per metric, whatever its values
+FORMATS = {**dict.fromkeys(METRICS[:11], "{:.2f}"), "model_nnz": "{:,.0f}", "train_seconds": "{:.1f}"}
+
+
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(border=0, classes="xc", na_rep="", index=False, float_format=lambda v: f"{v:.4g}")
+    shown = frame.copy()
+    for column, form in FORMATS.items():
+        if column in shown:
+            shown[column] = [form.format(v) if isinstance(v, (int, float)) and v == v else "" for v in shown[column]]
+    return shown.to_html(border=0, classes="xc", na_rep="", index=False)
 
 
 def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
-    """The dashboard's figures for these runs (each run one colour in every plot), and their rules."""
+    """The dashboard's figures for these runs (each run in its colour, named in every legend), and
+    their rules."""
     view = RunView(store)
-    named = {r["id"]: {**r, "name": r["name"] if r["name"] == r["id"] else f"{r['name']} ({r['id']})"} for r in rows}
-    view.update(named, list(named))
+    view.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
     return view.plots.figures() + view.positives.figures(), view.plots.rules.object
 
 
@@ -73,28 +82,61 @@ def _scale_out(store: RunStore, rows: list[dict]) -> list:
         parts += [Div(text="<h2>Scale-out</h2><p>" + html.escape(COST_ASSUMPTIONS) + "</p>", width=960), fig]
         break
     return parts
+def _settings(rows: list[dict]) -> str:
+    """The runs' specs: the settings all runs share, once; a table of those whose values differ
+    among the runs that have them, run by run; each solver's other settings, once per solver."""
+    specs = []
+    for row in rows:
+        try:
+            specs.append(json.loads(row["spec"]))
+        except (TypeError, ValueError):
+            specs.append({})
+    flat = [{"dataset": str(s.get("dataset", "")).rsplit("/", 1)[-1], "solver": s.get("solver", ""),
+             "threads": s.get("threads"), **s.get("params", {})} for s in specs]
+    keys = list(dict.fromkeys(k for f in flat for k in f))
+    values = {k: [json.dumps(f[k]) for f in flat if k in f] for k in keys}
+    shared = [k for k in keys if len(values[k]) == len(flat) and len(set(values[k])) == 1]
+    differ = [k for k in keys if len(set(values[k])) > 1]
+    table = pd.DataFrame([{"run": r["name"], **{k: "" if f.get(k) is None else str(f[k]) for k in differ}}
+                          for r, f in zip(rows, flat)])
+    text = ", ".join(f"{k} = {flat[0][k]}" for k in shared)
+    out = f"<p><b>Shared by all runs</b>: {html.escape(text or 'nothing')}.</p>"
+    for solver in dict.fromkeys(f["solver"] for f in flat):
+        own = [k for k in keys if k not in shared and k not in differ and any(f["solver"] == solver and k in f
+                                                                                for f in flat)]
+        if own:
+            first = next(f for f in flat if f["solver"] == solver)
+            out += (f"<p><b>Every {html.escape(solver)} run</b>: "
+                    f"{html.escape(', '.join(f'{k} = {first[k]}' for k in own))}.</p>")
+    if differ:
+        out += "<p><b>Where the runs differ</b>:</p>" + table.to_html(border=0, classes="xc", index=False)
+    return out
 
 
 def build_report(store: RunStore, runs: list[str], title: str = "xcviz run report") -> str:
     """The standalone HTML of a report on `runs` (ids of the store)."""
     rows = [store.get(run) for run in runs]
     figures, rules = _figures(store, rows)
-    metrics = pd.DataFrame([{"run": r["id"], "name": r["name"], "status": r["status"],
+    metrics = pd.DataFrame([{"run": r["name"], "status": r["status"],
                              **{k: r["summary"].get(k) for k in METRICS if k in r["summary"]}} for r in rows])
-    specs = "".join(f"<h3>{html.escape(r['id'])}</h3><pre>{html.escape(r['spec'])}</pre>" for r in rows)
-    env = pd.DataFrame([{"run": r["id"], **r["versions"]} for r in rows])
+    env = pd.DataFrame([{"run": r["name"], **r["versions"]} for r in rows])
     errors = "".join(f"<p><b>{html.escape(r['name'])} failed</b>: {html.escape(r['error'])}</p>"
                      for r in rows if r["error"])
     header = Div(text=(
         f"<h1>{html.escape(title)}</h1><p>Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by xcviz. "
         f"Plots: median over the labels still training and 5-95% band. {html.escape(rules)}</p>"
-        "<h2>Metrics</h2>" + _table(metrics) + errors + "<h2>Environment</h2>" + _table(env)
+        "<h2>Metrics</h2><p>Precision and nDCG in percent.</p>" + _table(metrics) + errors
+        + "<h2>Settings</h2>" + _settings(rows)
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
-        "border-bottom:1px solid #ddd}</style>"), width=960, disable_math=True)
+        "border-bottom:1px solid #ddd;text-align:right}</style>"), sizing_mode="stretch_width", disable_math=True)
+    for fig in figures:  # two columns filling a 1400 px page
+        fig.width, fig.height = 660, 320
     parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
     parts += _scale_out(store, rows)
-    parts.append(Div(text="<h2>Specs</h2>" + specs, width=960, disable_math=True))
-    page = file_html(column(*parts), Resources(mode="inline"), title)
+    ids = ", ".join(f"{r['name']} = {r['id']}" for r in rows)
+    parts.append(Div(text=f"<h2>Environment</h2>{_table(env)}<p>Run ids: {html.escape(ids)}</p>",
+                     sizing_mode="stretch_width", disable_math=True))
+    page = file_html(column(*parts, sizing_mode="stretch_width"), Resources(mode="inline"), title)
     # Bokeh's own code is inlined (Resources mode "inline"); every remaining external reference is
     # one of Panel's, a failed request offline. Drop them.
     return _PANEL_RESOURCES.sub("", page)

@@ -70,7 +70,7 @@ def test_a_launch_whose_worker_cannot_start_leaves_a_failed_run(tmp_path, xcviz_
     assert "launch failed" in result.stdout, result.stderr[-2000:]
     (row,) = RunStore(home).list()
     assert row["status"] == "failed" and "could not start" in row["error"]
-    waited = xcviz_cli("wait", row["id"], "--home", home, "--timeout", "20")
+    waited = xcviz_cli("wait", row["id"], "--json", "--home", home, "--timeout", "20")
     assert json.loads(waited.stdout)["status"] == "failed" and waited.returncode == 1
 
 
@@ -85,7 +85,7 @@ def test_a_launcher_killed_after_recording_its_run_leaves_no_queued_run(tmp_path
     assert cancelled.returncode == 0, cancelled.stderr
     row = RunStore(home).get(run)
     assert row["status"] == "cancelled" and row["ended"] is not None
-    waited = xcviz_cli("wait", run, "--home", home, "--timeout", "20")
+    waited = xcviz_cli("wait", run, "--json", "--home", home, "--timeout", "20")
     assert json.loads(waited.stdout)["status"] == "cancelled"
 
 

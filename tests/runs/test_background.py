@@ -119,7 +119,7 @@ def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
     while not store.pieces(run):
         time.sleep(0.05)
     assert main(["cancel", run, "--home", str(tmp_path)]) == 0
-    assert main(["wait", run, "--home", str(tmp_path), "--timeout", "120"]) == 0
+    assert main(["wait", run, "--json", "--home", str(tmp_path), "--timeout", "120"]) == 0
     final = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert final["status"] == "cancelled" and 0 < final["labels_done"] < 983
     model = SparseModel.load(tmp_path / "runs" / run / "model")

@@ -88,7 +88,7 @@ def test_a_utf8_bom_is_accepted_in_data_and_spec_files(tmp_path, small_xc, cli):
     result = cli("launch", spec, "--home", tmp_path / "home")
     assert result.returncode == 0, result.stderr[-2000:]
     run = result.stdout.strip()
-    result = cli("wait", run, "--home", tmp_path / "home", "--timeout", "240")
+    result = cli("wait", run, "--json", "--home", tmp_path / "home", "--timeout", "240")
     assert json.loads(result.stdout)["status"] == "done", result.stdout
 
 

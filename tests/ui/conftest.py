@@ -23,12 +23,12 @@ def home(tmp_path):
     return tmp_path / "home"
 
 
-def start_server(home: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
+def start_server(home: Path, log_path: Path, data_dirs: list[Path] = ()) -> tuple[subprocess.Popen, str]:
     """`panel serve` of the dashboard on a free port over the store in `home`; returns the process
     (its output goes to `log_path`: a pipe nobody reads would block the server once full) and the
-    page's address, once the port answers."""
+    page's address, once the port answers. `data_dirs`: folders whose training files the page offers."""
     port = free_port()
-    env = {**os.environ, "XCVIZ_HOME": str(home)}
+    env = {**os.environ, "XCVIZ_HOME": str(home), "XCVIZ_DATA_DIRS": os.pathsep.join(map(str, data_dirs))}
     with log_path.open("ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port),
                                  "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],

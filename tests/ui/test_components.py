@@ -28,9 +28,9 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     assert panel.variants.options == ["zero", "bias", "ovap", "msi"] and panel.variants.value == ["zero", "msi"]
     panel.solver.value = "memoir"
     assert panel.variants.label == "Variants to compare (oracle)" and panel.variants.options == ["exact", "hnsw", "lsh"]
-    rank = panel.params_box.objects[1]._widgets["rank"]
-    assert (rank.start, rank.end, rank.description) == (1, 64, "Rank of the sketch.")
-    average = panel.params_box.objects[1]._widgets["average"]  # an on/off choice keeps its doc as tooltip
+    rank = panel.inputs["rank"].widget  # labelled as the parameter is spelled, its doc and bounds as tooltip
+    assert rank.label == "rank" and rank.description == "Rank of the sketch. Bounds: 1 to 64."
+    average = panel.inputs["average"].widget  # an on/off choice keeps its doc as tooltip
     assert (average.description, average.value) == ("Average the iterates.", False)
     average.value = True
     assert panel.specs("bibtex", None)[0].params["average"] is True
@@ -39,6 +39,33 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     specs = panel.specs("bibtex", None)
     assert [(s.solver, s.params["loss"], s.name) for s in specs] == [
         ("ppdsparse", "squared_hinge", "bibtex-squared_hinge"), ("ppdsparse", "hinge", "bibtex-hinge")]
+
+
+def test_refused_values_are_shown_and_block_compare_and_groups_follow_the_variants():
+    panel = LaunchPanel({"bibtex": "bibtex"})
+    c = panel.inputs["C"]
+    for typed, says in (("-5", "C must be at least 1e-06, not -5.0"), ("0", "C must be at least 1e-06, not 0.0"),
+                        ("abc", "C must be a number, not 'abc'")):
+        c.widget.value = typed
+        assert c.error.startswith(says) and c.message.visible and panel.compare_button.disabled
+        assert c.widget.value == typed and panel.blocked.visible
+        with pytest.raises(ValueError, match="C"):
+            panel.specs("bibtex", None)
+    c.widget.value = "2.5"
+    assert not c.message.visible and not panel.compare_button.disabled
+    assert {s.params["C"] for s in panel.specs("bibtex", None)} == {2.5}
+    assert panel.inputs["msi_t"].widget.label == "msi_t" and panel.inputs["cg_eps"].widget.label == "cg_eps"
+    msi, ovap = panel.groups["msi"], panel.groups["ovap"]  # an initialiser's own parameters, in its group
+    assert msi.visible and not ovap.visible and msi.collapsed
+    panel.variants.value = ["ovap"]
+    assert ovap.visible and not msi.visible
+    panel.solver.value = "memoir"  # the page's MEMOIR default learns; the tooltip says why
+    assert panel.params.lam == 1e-4 and "3% accuracy" in panel.inputs["lam"].widget.description
+    assert set(panel.groups) >= {"hnsw", "simplelsh", "spherical"}
+    panel.variants.value = ["exact", "hnsw"]
+    assert panel.groups["hnsw"].visible and not panel.groups["spherical"].visible
+    assert "hnsw_M" not in [getattr(o, "objects", [None])[0] for o in panel.params_box.objects]
+    assert {s.params["lam"] for s in panel.specs("bibtex", None)} == {1e-4}
 
 
 def test_datasets_are_confined_to_the_data_folders(tmp_path):
@@ -122,20 +149,20 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     dashboard = Dashboard(store)
     dashboard.view().get_root(Document())
     table = dashboard.runs
-    assert list(table.table.value["solver"]) == ["dismec", "dismec", "ppdsparse"]
+    assert list(table.table.value["solver"]) == ["ppdsparse", "dismec", "dismec"]  # newest first
     assert {"p@1", "ndcg@3", "psp@5", "variant", "progress"} <= set(table.table.value.columns)
     table.filters["solver"].value = ["ppdsparse"]
     assert list(table.table.value["id"]) == [runs[2]]
     table.table.selection = [0]
     table.filters["solver"].value = []
-    assert table.table.selection == [2] and table.ticked() == [runs[2]]  # the tick followed its run
+    assert table.table.selection == [0] and table.ticked() == [runs[2]]  # the tick followed its run
     table.delete_button.clicks += 1
     assert table.confirm.visible and "Delete 1 run?" in table.confirm_text.object
     table.keep_button.clicks += 1
     assert not table.confirm.visible and len(store.list()) == 3
     table.delete_button.clicks += 1
     table.confirm_button.clicks += 1
-    assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[:2]
+    assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[1::-1]
     assert runs[2] not in dashboard.cache.runs
 
 

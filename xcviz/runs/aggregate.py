@@ -148,6 +148,7 @@ class RunAggregate:
         self._work = np.zeros(0)
         self._epoch = np.zeros(0)  # the epoch each iteration record was taken at, by iteration
         self._wall_max = 0.0
+        self._labels: set[int] = set()  # up to two distinct labels: enough to tell one trajectory from many
         self._fields: tuple[int, list[str]] = (-1, [])
         self._bands: dict[tuple[str, str], tuple[int, pd.DataFrame]] = {}
 
@@ -168,6 +169,8 @@ class RunAggregate:
             if len(iterations) and iterations.max() >= len(self._epoch):
                 self._epoch = np.pad(self._epoch, (0, iterations.max() + 1 - len(self._epoch)))
             self._epoch[iterations] = batch["epoch"].to_numpy(np.float64)
+        if "label" in batch and len(self._labels) < 2:
+            self._labels.update(batch["label"].drop_duplicates().head(2).tolist())
         if "wall" in batch:
             self._wall_max = max(self._wall_max, float(np.nanmax(batch["wall"].to_numpy(np.float64))))
 
@@ -183,6 +186,11 @@ class RunAggregate:
             self._fields = (self.version, [c for c in batch.columns
                                            if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])])
         return self._fields[1]
+
+    def per_label(self) -> bool:
+        """Whether the records hold trajectories of several labels (bands over labels), rather than
+        one trajectory (a multiclass run such as MEMOIR's records label 0 only)."""
+        return len(self._labels) > 1
 
     def axes(self) -> list[str]:
         """The x-axes these records support."""

@@ -217,10 +217,14 @@ class RunStore:
 
     def create(self, spec_json: str, name: str = "", inputs: dict | None = None) -> str:
         """A new queued run owned by this process until its worker takes it over (a launcher that
-        dies before that leaves an interrupted run, never an eternal `queued` one)."""
+        dies before that leaves an interrupted run, never an eternal `queued` one). A name already
+        taken gets a suffix (-2, -3, ...), so names address runs."""
         run = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         me = owner()
-        with self._transaction() as db:
+        with self._transaction() as db:  # no other writer between reading the names and taking one
+            taken = {r[0] for r in db.execute("SELECT name FROM runs")}
+            if name in taken:
+                name = next(f"{name}-{k}" for k in range(2, len(taken) + 3) if f"{name}-{k}" not in taken)
             db.execute("INSERT INTO runs (id, name, spec, status, created, pid, host, pid_start, claim, inputs) "
                        "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                        (run, name or run, spec_json, time.time(), me["pid"], me["host"], me["pid_start"],
@@ -244,14 +248,29 @@ class RunStore:
 
     def get(self, run: str) -> dict:
         with self._db() as db:
-            row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
+            row = db.execute("SELECT rowid AS number, * FROM runs WHERE id = ?", (run,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run!r} in {self.path}")
         return self._shown(dict(row))
 
+    def find(self, ref: str) -> str:
+        """The id of the run `ref` names: its id, its name, or a prefix of exactly one id."""
+        with self._db() as db:
+            rows = db.execute("SELECT id, name FROM runs").fetchall()
+        for key in ("id", "name"):
+            exact = [r["id"] for r in rows if r[key] == ref]
+            if exact:
+                return exact[0]
+        matches = [r["id"] for r in rows if ref and r["id"].startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise StoreError(f"{ref!r} is the start of {len(matches)} run ids ({', '.join(matches[:5])}): give more of it")
+        raise StoreError(f"no run with id, name or id prefix {ref!r} in {self.path} (`xcviz runs` lists them)")
+
     def list(self) -> list[dict]:
         with self._db() as db:
-            rows = db.execute("SELECT * FROM runs ORDER BY created").fetchall()
+            rows = db.execute("SELECT rowid AS number, * FROM runs ORDER BY created").fetchall()
         return [self._shown(dict(r)) for r in rows]
 
     def _shown(self, row: dict) -> dict:

@@ -23,10 +23,11 @@ from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers.blocks import assemble_rows
-from .cluster import CLUSTER_KEYS, cluster_client
+from .cluster import cluster_client
 from .inputs import check
 from .spec import RunSpec
 from .store import RESUMABLE, RunStore, SqliteSink, StoreError
+from .summary import model_summary, peak_rss_mb
 
 
 def _versions() -> dict:
@@ -83,12 +84,13 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
                 skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
                 on_block=sink.block, **({"cluster": cluster} if cluster else {}))
         model, done = stored_model(store, run, train.n_labels, train.n_features, template)
+        model.info.update({k: v for k, v in template.info.items() if k not in model.info})
         model.save(store.run_dir(run) / "model")
         status = "done" if done == train.n_labels else "cancelled"
-        summary = {"labels_done": done, "model_nnz": model.nnz, "train_seconds": template.info["train_seconds"],
-                   **{k: template.info[k] for k in CLUSTER_KEYS if k in template.info}}
+        summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
         if status == "done" and test is not None:
             summary.update(evaluate(model, test, train, threads=spec.threads))
+        summary["peak_rss_mb"] = peak_rss_mb()
         store.update(run, status=status, ended=time.time(), done=done, summary=summary)
         return status
     except Exception as exc:  # the run fails, the store says why; the process exits non-zero
@@ -111,12 +113,10 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
             **({"cluster": cluster} if cluster else {}))
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"
-    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error", "mode",
-                                          "objective", *CLUSTER_KEYS)
-               if k in model.info}
-    summary["model_nnz"] = model.nnz
+    summary = model_summary(model, train.n, None if test is None else test.n)
     if status == "done" and test is not None:
         summary.update(evaluate(model, test, train, threads=spec.threads))
+    summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), summary=summary)
     return status
 

@@ -7,12 +7,22 @@ import pandas as pd
 
 from ..runs.aggregate import quantile_bands
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+from .figures import PALETTE, run_color
 
 
 def run_colors(names) -> dict[str, str]:
-    """A stable colour per run name, in the order given."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+    """A colour per run name, from the name (`figures.run_color`), so a run keeps it in every plot
+    whatever other runs are drawn; a name whose colour an earlier one took gets the next free one."""
+    colors: dict[str, str] = {}
+    for name in names:
+        color = run_color(str(name))
+        start = PALETTE.index(color)
+        for step in range(len(PALETTE)):
+            color = PALETTE[(start + step) % len(PALETTE)]
+            if color not in colors.values():
+                break
+        colors[name] = color
+    return colors
 
 
 def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration", label: str | None = None,

@@ -7,31 +7,27 @@ launch panel, the runs table with its exports, the live band plots and the per-l
 """
 from __future__ import annotations
 
-import html
-import time
 from pathlib import Path
 
 import panel as pn
 
-from ..runs.aggregate import eta_seconds
+from ..data.registry import bundled
 from ..runs.launcher import launch
 from ..runs.store import RunStore, StoreError
-from .datasets import checked_dataset, dataset_choices
+from .datasets import checked_dataset, dataset_choices, refused_datasets
 from .export import ExportButtons
 from .figures import locked
 from .label_views import LabelInspector
 from .launch import LaunchPanel
-from .records import PlotRun
 from .run_view import RunView
 from .runs_table import RunsTable
 from .text import markdown_text
 from .workers_view import WorkersView
 
-
-def _progress_text(name: str, row: dict) -> str:
-    text = f"**{markdown_text(name)}** {row['status']} {row['done']}/{row['total']} labels"
-    eta = eta_seconds(time.time() - row["started"], row["done"], row["total"]) if row["started"] else None
-    return text + (f", ETA {eta:.0f} s" if row["status"] == "running" and eta is not None else "")
+WELCOME = ("**No runs yet.** Pick a data set, a solver and the variants to compare on the left, then press "
+           "**Compare**: each variant trains in the background and its curves appear here as it records them. "
+           "Or start with the MSI paper's first comparison:")
+EXAMPLE = {"dataset": "bibtex", "solver": "dismec", "variants": ["zero", "msi"]}
 
 
 class Dashboard:
@@ -44,7 +40,7 @@ class Dashboard:
         self.data_dirs = list(data_dirs or [])
         self.live = RunView(self.store)
         self.cache, self.plots, self.positives = self.live.cache, self.live.plots, self.live.positives
-        self.launcher = LaunchPanel(dataset_choices(self.data_dirs))
+        self.launcher = LaunchPanel(dataset_choices(self.data_dirs), refused_datasets(self.data_dirs))
         self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False)
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
@@ -52,14 +48,24 @@ class Dashboard:
         self.export = ExportButtons(self.store, self.runs.ticked)
         self.inspector = LabelInspector()
         self.workers = WorkersView(self.store)
-        self.progress = pn.Column()
-        self.status = pn.pane.Markdown("", styles={"font-size": "12px"})
+        self.status = pn.pane.Markdown("", styles={"font-size": "12px"}, margin=(8, 10))
+        self.example_button = pn.widgets.Button(label="Compare zero and MSI initialisation on Bibtex",
+                                                color="primary")
+        self.example_button.on_click(locked(self._example))
+        self.welcome = pn.Column(pn.pane.Markdown(WELCOME), self.example_button, visible=False,
+                                 styles={"background": "#eef4fb", "border-radius": "4px"}, sizing_mode="stretch_width")
         # the runs launched from this page, or those training when it opened; shown while none is ticked
         self.watched: list[str] = []
         self._opened = False
-        self._bars: dict[str, tuple[pn.pane.Markdown, pn.indicators.Progress, pn.Row]] = {}
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
+        # Panel takes a closed tab's components out of the page, and updating them there sends
+        # stylesheets linking Panel's CDN: only the open tab's texts and widgets are kept up to date
+        # (figures always are); opening a tab brings its own up to date
+        self.tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
+                            ("Label inspector", self.inspector.panel()), ("Workers", self.workers.panel()),
+                            sizing_mode="stretch_width", dynamic=True)
+        self.tabs.param.watch(locked(lambda _e: self.show()), "active")
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; errors show in the page."""
@@ -72,13 +78,19 @@ class Dashboard:
             self.launch_message.visible = True
         self.refresh()
 
+    def _example(self, _event=None) -> None:
+        """The first visit's example: zero against MSI initialisation on Bibtex, default parameters."""
+        if "bibtex" in bundled() and "bibtex" in self.launcher.dataset.options.values():
+            self.launcher.dataset.value = EXAMPLE["dataset"]
+        self.launcher.solver.value = EXAMPLE["solver"]
+        self.launcher.variants.value = EXAMPLE["variants"]
+        self._launch()
+
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
         self.workers.forget(run)
         self.watched = [r for r in self.watched if r != run]
-        if run in self._bars:
-            self.progress.remove(self._bars.pop(run)[2])
 
     def shown(self) -> list[str]:
         return [r for r in (self.runs.ticked() or self.watched) if r in self._rows]
@@ -88,7 +100,7 @@ class Dashboard:
         try:
             listed = self.store.list()
         except StoreError as exc:  # a store gone, damaged or locked: say so, keep the page
-            self.store_alert.object = html.escape(f"The run store cannot be read: {exc}")
+            self.store_alert.object = markdown_text(f"The run store cannot be read: {exc}")
             self.store_alert.visible = True
             return
         self.store_alert.visible = False
@@ -97,47 +109,36 @@ class Dashboard:
             self._opened = True
             self.watched = self.watched or [r["id"] for r in listed if r["status"] in ("queued", "running")]
         self.runs.update(listed)
+        if self.welcome.visible != (not listed):
+            self.welcome.visible = not listed
         self.show()
 
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
         self.export.enable(bool(self.runs.ticked()))
-        runs = self.live.update(self._rows, self.shown())
-        self._update_progress(runs)
-        self.inspector.show(runs)
-        self.workers.update(self._rows, list(runs))
+        tab = self.tabs.active
+        runs = self.live.update(self._rows, self.shown(), texts=("plots", "positives", "", "")[tab:tab + 1])
+        if tab == 2:
+            self.inspector.show(runs)
+        elif tab == 3:
+            self.workers.update(self._rows, list(runs))
         total = sum(len(r.records.iterations) for r in runs.values())
-        self.status.object = f"records shown: {total} (runs shown: {len(runs)})"
-
-    def _update_progress(self, runs: dict[str, PlotRun]) -> None:
-        for run, plot_run in runs.items():
-            row = self._rows[run]
-            if run not in self._bars:
-                text, bar = pn.pane.Markdown(margin=(0, 10)), pn.indicators.Progress(width=200, max=1)
-                self._bars[run] = (text, bar, pn.Row(bar, text))
-            text, bar, _ = self._bars[run]
-            words = _progress_text(plot_run.name, row)
-            if text.object != words:
-                text.object = words
-            if (bar.value, bar.max) != (int(row["done"]), max(1, int(row["total"]))):
-                bar.max, bar.value = max(1, int(row["total"])), int(row["done"])
-        # a run's row is made once and hidden while the run is not shown, so a change of the ticked
-        # runs sends visibility flags, not new models
-        new = [row for run, (_, _, row) in self._bars.items() if row not in self.progress.objects]
-        if new:
-            self.progress.extend(new)
-        for run, (_, _, row) in self._bars.items():
-            if row.visible != (run in runs):
-                row.visible = run in runs
+        how = "ticked" if self.runs.ticked() else "launched from this page; tick runs to choose" if runs else \
+            "tick runs in the table to plot them"
+        text = f"records shown: {total} (runs shown: {len(runs)}, {how})"
+        if text != self.status.object:
+            self.status.object = text
 
     def view(self) -> pn.Row:
-        """The page; refreshes itself once a second while it is open."""
-        sidebar = pn.Column(pn.pane.Markdown("# xcviz"), self.launcher.panel(), self.launch_message, width=300)
-        tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
-                       ("Label inspector", self.inspector.panel()), ("Workers", self.workers.panel()),
-                       sizing_mode="stretch_width", dynamic=True)
-        main = pn.Column(self.store_alert, pn.pane.Markdown("## Runs"), self.runs.panel(), self.export.panel(), self.progress,
-                         self.status, tabs, sizing_mode="stretch_width")
+        """The page, plots first: the launch panel on the left; on the right the runs table (in a
+        collapsible card with the actions and exports in one row), then the plot tabs. Refreshes
+        itself once a second while it is open."""
+        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(), self.launch_message,
+                            width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
+        table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
+                        title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
+                        header_background="#f4f4f4")
+        main = pn.Column(self.store_alert, self.welcome, table, self.status, self.tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
         self.refresh()
-        return pn.Row(sidebar, main, sizing_mode="stretch_width")
+        return pn.Row(sidebar, main, sizing_mode="stretch_both")

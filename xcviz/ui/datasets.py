@@ -1,6 +1,8 @@
 """The data sets a page may offer: the bundled ones and the training files in the configured data
 folders, and nothing outside them (a path that leads out of the folders, by `..` or a link, is
-refused). A training file `NAME_train.txt*` is paired with `NAME_test.txt*` beside it if present."""
+refused). A symbolic link in a folder is followed when its target is inside one of the folders, and
+listed as refused, with the reason, when it is not. A training file `NAME_train.txt*` is paired
+with `NAME_test.txt*` beside it if present."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +29,19 @@ def dataset_choices(data_dirs: list[str | Path]) -> dict[str, str]:
             if path.is_file() and _inside(path, folders):
                 choices[path.name] = str(path)
     return choices
+
+
+def refused_datasets(data_dirs: list[str | Path]) -> dict[str, str]:
+    """Training files of the folders the page does not offer: file name -> why (for the user to see)."""
+    folders = [Path(d) for d in data_dirs]
+    refused = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*_train.txt*")):
+            if not _inside(path, folders):
+                refused[path.name] = "a link to a file outside the data folders"
+            elif not path.is_file():
+                refused[path.name] = "not a readable file (a broken link or a folder)"
+    return refused
 
 
 def checked_dataset(value: str, data_dirs: list[str | Path]) -> tuple[str, str | None]:

@@ -17,10 +17,11 @@ class ExportButtons:
     def __init__(self, store: RunStore, ticked: Callable[[], list[str]]) -> None:
         self.store, self.ticked = store, ticked
         self.report = pn.widgets.FileDownload(callback=self._report, filename="xcviz-report.html",
-                                              label="Export report (HTML)", color="primary", disabled=True,
-                                              width=200)
+                                              label="Report (HTML)", color="primary", disabled=True,
+                                              width=130, description="A standalone HTML report of the ticked runs")
         self.records = pn.widgets.FileDownload(callback=self._records, filename="xcviz-records.zip",
-                                               label="Export records (CSV, JSON)", disabled=True, width=220)
+                                               label="Records (CSV, JSON)", disabled=True, width=160,
+                                               description="A zip of the ticked runs' records")
 
     def _report(self) -> io.BytesIO:
         return io.BytesIO(build_report(self.store, self.ticked()).encode("utf-8"))

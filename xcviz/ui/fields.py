@@ -1,4 +1,6 @@
-"""How each record field is shown: its axis label and whether its y-axis is logarithmic by default.
+"""How each record field is shown: its axis label, whether its y-axis is logarithmic by default,
+and its unit: a share (0 to 1) is drawn on a linear axis from 0 to 1; a percent field is recorded
+as a share and drawn times 100, as the runs table prints it.
 
 Plots are data-driven: a run's plots are the fields of this table that its iteration records hold,
 in this order, whichever solver wrote them (field names are shared across solvers where the
@@ -12,12 +14,13 @@ from typing import NamedTuple
 class Field(NamedTuple):
     label: str
     log: bool
+    unit: str = ""  # "share", "percent" or "" (a plain value)
 
 
 FIELDS: dict[str, Field] = {
     "objective_gap": Field("(f - f_final) / |f_final|", True),
     "objective": Field("objective", True),
-    "active_fraction": Field("active set / n", False),
+    "active_fraction": Field("active set / n", False, "share"),
     "active_set": Field("active set", False),
     "nnz": Field("nnz(w)", False),
     "step_size": Field("line-search multiplier", False),
@@ -29,19 +32,19 @@ FIELDS: dict[str, Field] = {
     "search_seconds": Field("search seconds", True),
     "solve_seconds": Field("solve seconds", True),
     "maintain_seconds": Field("maintain seconds", True),
-    "violators": Field("margin violators", True),
-    "oracle_recall": Field("oracle recall (within tolerance)", False),
-    "oracle_recall_at_1": Field("oracle recall@1 (rank)", False),
-    "oracle_recall_at_10": Field("oracle recall@10 (rank)", False),
+    "violators": Field("margin violators (share of rows)", False, "share"),
+    "oracle_recall": Field("oracle recall (within tolerance)", False, "share"),
+    "oracle_recall_at_1": Field("oracle recall@1 (rank)", False, "share"),
+    "oracle_recall_at_10": Field("oracle recall@10 (rank)", False, "share"),
     "margin_error": Field("margin error", False),
     "query_seconds": Field("oracle query seconds", True),
     "update_seconds": Field("update seconds", True),
     "truncation_change": Field("drop of ||W||_2 by a truncation", False),
-    "accuracy": Field("accuracy", False),
+    "accuracy": Field("validation accuracy (%)", False, "percent"),
     # DS-MLR (xcviz.solvers.dsmlr); the per-worker fields are drawn as bands over workers
     "optimum_gap": Field("(L1 - reference optimum) / |optimum|", True),
     "variational_gap": Field("variational gap L2(W, b_old) - L1(W)", True),
-    "macro_f1": Field("macro-F1", False),
+    "macro_f1": Field("macro-F1", False, "share"),
     "compute_seconds": Field("compute seconds per worker", False),
     "idle_seconds": Field("idle seconds per worker", False),
     "queue_length": Field("longest queue per worker", False),

@@ -1,30 +1,51 @@
-"""Bokeh figures that the live views update in place.
+"""Bokeh figures that the live views update in place, their ranges, ticks and run colours.
 
 Live plots are built once and then only fed new data: re-creating a figure with a few dozen
 glyphs costs about 0.1 s on the server, twenty runs times eight fields would take seconds. Bokeh
 cannot switch an axis between linear and log after the figure exists, so a log axis here is a
 linear axis over log10 of the values, with tick labels printed as the values themselves.
+
+Ranges are set here from the data drawn (`fit`), not left to the browser: Bokeh's automatic
+ranges go stale (NaN, or the previous runs' extent) when the runs or the x-axis change. Ticks are
+chosen here too: a log axis ticks at powers of ten (1-2-5 steps within one decade), and every axis
+prints its numbers with one formatter, so no two ticks read the same.
 """
 from __future__ import annotations
 
+import math
+import zlib
 from functools import partial
 from typing import Callable
 
 import numpy as np
 import panel as pn
-from bokeh.models import BasicTickFormatter, CustomJSTickFormatter, DataRange1d
+from bokeh.models import CustomJSTickFormatter, FixedTicker, Range1d
 from bokeh.plotting import figure
 
-from .text import html_text
-
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-# tick labels of a log10 axis: the value 10**tick, short
-_LOG_TICKS = """
-const v = Math.pow(10, tick);
-if (Math.abs(tick) >= 4) return v.toExponential(0);
-const s = v.toPrecision(2);
-return s.includes('.') && !s.includes('e') ? s.replace(/0+$/, '').replace(/\\.$/, '') : s;
+# Tableau 10: runs numbered one after the other get different colours
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+           "#7f7f7f")
+# one number format for every axis: up to 4 significant digits, and on an axis with a tick beyond
+# 1e5 or below 1e-3, every tick as an exponent (1e-4, 2.5e-4, 1e-3: never "0.001" beside "1e-4")
+_NUMBER = """
+const values = ticks.map(value);
+const exponent = values.some((x) => x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-3));
+const v = value(tick);
+if (v === 0) return '0';
+if (exponent) return Number(v.toPrecision(3)).toExponential().replace('e+', 'e');
+return String(Number(v.toPrecision(4)));
 """
+_LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
+_LOG_TICKS = "const value = (t) => Math.pow(10, t);" + _NUMBER
+
+
+def run_color(run: dict | int | str) -> str:
+    """A run's colour wherever it is drawn: from its number in the store (a store row, or that
+    number), so runs made one after the other differ; a name without a store, from its hash."""
+    if isinstance(run, dict):
+        run = run.get("number", run.get("id", ""))
+    index = run if isinstance(run, int) else zlib.crc32(str(run).encode())
+    return PALETTE[index % len(PALETTE)]
 
 
 def locked(fn: Callable) -> Callable:
@@ -34,25 +55,80 @@ def locked(fn: Callable) -> Callable:
     return lambda *args: pn.state.execute(partial(fn, *args), schedule=True)
 
 
-def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260):
-    """An empty figure whose ranges follow only the visible glyphs."""
+def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260, **kwargs):
+    """An empty figure with fixed ranges that `fit` sets from the data it draws."""
     fig = figure(title=title, width=width, height=height, tools="pan,wheel_zoom,box_zoom,reset,save",
-                 toolbar_location="right", x_range=DataRange1d(only_visible=True),
-                 y_range=DataRange1d(only_visible=True))
+                 toolbar_location="right", x_range=Range1d(0, 1), y_range=Range1d(0, 1), **kwargs)
     fig.xaxis.axis_label, fig.yaxis.axis_label = x_label, y_label
+    for axis in (fig.xaxis[0], fig.yaxis[0]):  # updated in place: new models sent to a live page can go astray
+        axis.formatter = CustomJSTickFormatter(code=_LINEAR_TICKS)
+        axis.ticker = FixedTicker(ticks=[0, 0.5, 1], minor_ticks=[])
     fig.title.text_font_size = "11px"
+    fig.toolbar.logo = None
     return fig
 
 
-def log_formatter() -> CustomJSTickFormatter:
-    return CustomJSTickFormatter(code=_LOG_TICKS)
+def style_legend(fig) -> None:
+    """A small legend in the figure's corner, translucent so curves under it stay visible."""
+    for legend in fig.legend:
+        legend.update(location="top_right", label_text_font_size="10px", glyph_height=10, glyph_width=14,
+                      spacing=0, padding=4, margin=4, background_fill_alpha=0.6, border_line_alpha=0.3)
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round linear ticks between lo and hi (steps 1, 2 or 5 times a power of ten)."""
+    span = hi - lo
+    if not span > 0:
+        return [lo]
+    raw = span / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 12) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks of a log axis spanning log10 values lo..hi: powers of ten (every k-th when many), else
+    1-2-5 multiples, else round values, all as log10."""
+    decades = list(range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1))
+    if len(decades) >= 2:
+        step = max(1, math.ceil(len(decades) / 6))
+        return [float(d) for d in decades[::step]]
+    multiples = [math.log10(m) + d for d in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
+    within = [t for t in multiples if lo <= t <= hi]
+    if len(within) >= 2:
+        return within
+    return [math.log10(v) for v in _nice_ticks(10 ** lo, 10 ** hi, 4) if v > 0]
+
+
+def fit(fig, xs: list[np.ndarray], ys: list[np.ndarray], log_x: bool, log_y: bool,
+        y_bounds: tuple[float, float] | None = None) -> bool:
+    """Set the figure's ranges (and their reset) to the finite values drawn, with a 5% margin, and
+    its ticks; y_bounds pins the y range (shares: 0 to 1). False if nothing finite is drawn."""
+    ranges = []
+    for values, pinned in ((xs, None), (ys, y_bounds)):
+        finite = np.concatenate([np.asarray(v, np.float64).ravel() for v in values]) if values else np.array([])
+        finite = finite[np.isfinite(finite)]
+        if not len(finite):
+            return False
+        lo, hi = (float(finite.min()), float(finite.max())) if pinned is None else pinned
+        pad = (hi - lo) * 0.05 or max(abs(lo) * 0.1, 0.5)
+        ranges.append((lo - pad, hi + pad) if pinned is None else (lo - pad / 4, hi + pad / 4))
+    for rng, (lo, hi) in zip((fig.x_range, fig.y_range), ranges):
+        if (rng.start, rng.end) != (lo, hi):
+            rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+    for axis, (lo, hi), log in ((fig.xaxis[0], ranges[0], log_x), (fig.yaxis[0], ranges[1], log_y)):
+        ticks = log_ticks(lo, hi) if log else _nice_ticks(lo, hi)
+        if list(axis.ticker.ticks) != ticks:
+            axis.ticker.ticks = ticks
+    return True
 
 
 def set_log(axis, log: bool, label: str) -> None:
     """Make `axis` read as a log axis (its data must then be log10 values) or a linear one."""
-    wanted = CustomJSTickFormatter if log else BasicTickFormatter
-    if not isinstance(axis.formatter, wanted):
-        axis.formatter = log_formatter() if log else BasicTickFormatter()
+    code = _LOG_TICKS if log else _LINEAR_TICKS
+    if axis.formatter.code != code:
+        axis.formatter.code = code
     text = f"{label} (log scale)" if log else label
     if axis.axis_label != text:
         axis.axis_label = text
@@ -67,11 +143,3 @@ def scaled(values: np.ndarray, log: bool) -> np.ndarray:
     positive = values > 0
     out[positive] = np.log10(values[positive])
     return out
-
-
-def swatches(runs: dict[str, tuple[str, str]]) -> str:
-    """HTML key of run colours: run id -> (name, colour); names escaped."""
-    items = "".join(f'<span style="margin-right:14px;white-space:nowrap"><span style="display:inline-block;'
-                    f'width:12px;height:12px;background:{color};margin-right:4px;vertical-align:middle"></span>'
-                    f"{html_text(name)}</span>" for name, color in runs.values())
-    return f'<div style="font-size:13px">{items}</div>'

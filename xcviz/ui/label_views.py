@@ -13,12 +13,25 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import locked, new_figure, scaled, set_log
+from .figures import fit, locked, new_figure, scaled, set_log, style_legend
 from .records import PlotRun
 from .text import markdown_text
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
 SLOWEST = 10
+NO_LABELS = ("The shown runs record no per-label results ({names}: a multiclass solver trains all classes "
+             "at once). Tick a one-vs-all run (dismec, ppdsparse) to see its labels here.")
+
+
+def _no_labels(runs: dict[str, PlotRun]) -> str:
+    """What the per-label views say when none of the shown runs has label records ("" otherwise)."""
+    if not runs:
+        return "No run shown yet: launch one, or tick runs in the table."
+    if any(len(r.records.labels) for r in runs.values()):
+        return ""
+    if any(r.records.iterations.per_label() for r in runs.values()):
+        return "The shown runs have not finished a label yet."
+    return NO_LABELS.format(names=", ".join(r.name for r in runs.values()))
 
 
 def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -33,51 +46,69 @@ def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 class PositivesView:
-    """Iterations to convergence and seconds against positives, one point per label, per run."""
+    """Iterations to convergence and seconds against positives, one point per label, per run.
+
+    Like the live plots, each figure has one glyph fed by one source that holds every shown run
+    (a colour and a run column, the legend grouped by run): a change of the shown runs sends new
+    data, never new models, which a page would not know while this tab is not drawn."""
 
     def __init__(self, width: int = 440, height: int = 300) -> None:
         self.iterations = new_figure("iterations to convergence against positives (labels with none left out)",
                                      "positives", "iterations", width=width, height=height)
         self.seconds = new_figure("training seconds against positives (labels with none left out)",
                                   "positives", "seconds", width=width, height=height)
-        for fig in (self.iterations, self.seconds):
+        self.source = ColumnDataSource(self._columns({}))
+        for fig, y in ((self.iterations, "iterations"), (self.seconds, "ly")):
             set_log(fig.xaxis[0], True, "positives")
-            fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("label", "@label"), ("positives", "@n_pos"),
+            fig.scatter(x="lx", y=y, source=self.source, color="color", alpha=0.6, size=5, legend_field="run")
+            fig.add_tools(HoverTool(tooltips=[("run", "@run"), ("label", "@label"), ("positives", "@n_pos"),
                                               ("iterations", "@iterations"), ("seconds", "@seconds")]))
+            style_legend(fig)
         set_log(self.seconds.yaxis[0], True, "seconds")
-        self._sources: dict[str, ColumnDataSource] = {}
-        self._glyphs: dict[str, list] = {}
-        self._streamed: dict[str, int] = {}
+        self.note = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
+        self._points: dict[str, tuple[int, dict]] = {}  # run -> (labels read, its columns)
+        self._sent: list | None = None
 
-    def show(self, runs: dict[str, PlotRun]) -> None:
+    def _columns(self, runs: dict[str, PlotRun]) -> dict[str, np.ndarray]:
+        """The source's columns: every shown run's labels with positives, tagged with its name and colour."""
+        parts = []
         for run, plot_run in runs.items():
             labels = plot_run.records.labels
-            if run not in self._sources:
-                source = ColumnDataSource(_label_points(labels.iloc[:0]))
-                style = dict(source=source, color=plot_run.color, alpha=0.6, size=5, name=plot_run.name)
-                self._glyphs[run] = [self.iterations.scatter(x="lx", y="iterations", **style),
-                                     self.seconds.scatter(x="lx", y="ly", **style)]
-                self._sources[run], self._streamed[run] = source, 0
-            if len(labels) > self._streamed[run]:
-                self._sources[run].stream(_label_points(labels.iloc[self._streamed[run]:]))
-                self._streamed[run] = len(labels)
-        for run, glyphs in self._glyphs.items():
-            for glyph in glyphs:
-                if glyph.visible != (run in runs):
-                    glyph.visible = run in runs
+            cached = self._points.get(run)
+            if cached is None or cached[0] != len(labels):
+                cached = (len(labels), _label_points(labels))
+                self._points[run] = cached
+            points = cached[1]
+            n = len(points["lx"])
+            parts.append({**points, "run": np.full(n, plot_run.name, dtype=object),
+                          "color": np.full(n, plot_run.color, dtype=object)})
+        keys = ("lx", "ly", "n_pos", "iterations", "seconds", "label", "run", "color")
+        return {k: np.concatenate([p[k] for p in parts]) if parts else np.array([], dtype=object if k in ("run", "color")
+                                                                                else np.float64) for k in keys}
+
+    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
+        """Draw these runs' labels; with `text`, say above the figures when they have none."""
+        sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
+        if sent != self._sent:
+            data = self._columns(runs)
+            self.source.data = data
+            self._sent = sent
+            fit(self.iterations, [data["lx"]], [data["iterations"]], True, False)
+            fit(self.seconds, [data["lx"]], [data["ly"]], True, True)
+        note = _no_labels(runs) if text else self.note.object
+        if note != self.note.object:
+            self.note.object, self.note.visible = note, bool(note)
 
     def forget(self, run: str) -> None:
-        glyphs = self._glyphs.pop(run, [])
-        for fig in (self.iterations, self.seconds):
-            fig.renderers = [r for r in fig.renderers if r not in glyphs]
-        self._sources.pop(run, None)
-        self._streamed.pop(run, None)
+        self._points.pop(run, None)
+        self._sent = None
 
     def figures(self) -> list:
         return [self.iterations, self.seconds]
 
-    def panel(self) -> pn.GridBox:
-        return pn.GridBox(pn.pane.Bokeh(self.iterations), pn.pane.Bokeh(self.seconds), ncols=2)
+    def panel(self) -> pn.Column:
+        return pn.Column(self.note, pn.Row(pn.pane.Bokeh(self.iterations), pn.pane.Bokeh(self.seconds)),
+                         sizing_mode="stretch_width")
 
 
 class LabelInspector:
@@ -105,13 +136,20 @@ class LabelInspector:
         self.slowest.param.watch(self._pick_row, "selection")
 
     def show(self, runs: dict[str, PlotRun]) -> None:
-        """Offer these runs; redraw if the inspected label's records changed."""
-        self.runs = runs
-        options = {r.name: run for run, r in runs.items()}
+        """Offer the shown runs that train label by label; redraw if the inspected label's records
+        changed. Says so when none of them has labels."""
+        self.runs = {run: r for run, r in runs.items() if r.records.iterations.per_label() or len(r.records.labels)}
+        options = {r.name: run for run, r in self.runs.items()}
         if options != self.run.options:
             self.run.options = options
-        if self.run.value not in runs:
-            self.run.value = next(iter(runs), None)
+        if self.run.value not in self.runs:
+            self.run.value = next(iter(self.runs), None)
+        if not self.runs:
+            self.info.object = _no_labels(runs)
+            for fig in self._figures:
+                fig.visible = False
+            self._shown = None
+            return
         self._update_table()
         self.redraw()
 
@@ -152,6 +190,7 @@ class LabelInspector:
             values = steps[field].to_numpy(np.float64)
             source.data = {"x": steps["iteration"].to_numpy(), "y": scaled(values, log), "v": values}
             set_log(fig.yaxis[0], log, field_label(field))
+            fit(fig, [source.data["x"]], [source.data["y"]], False, log)
             fig.title.text = f"label {self.label.value}: {field_label(field)}"
         labels = plot_run.records.labels
         row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]

@@ -1,6 +1,9 @@
-"""Live band plots: per field, the median and 5-95% band over labels of every shown run.
+"""Live band plots: per field, the median and 5-95% band over labels of every shown run (one line
+for a run that records a single trajectory, such as MEMOIR's).
 
-One figure per field the runs record (see `fields.FIELDS`), one colour per run in every figure.
+One figure per field the runs record (see `fields.FIELDS`), in that table's order, in a grid that
+wraps to the page's width; one colour per run in every figure, named by each figure's legend;
+ranges and ticks set from the data drawn after every change (`figures.fit`).
 A figure has three glyphs made with it, whatever the number of runs: the bands (patches), the
 medians (multi-line) and invisible points that carry the hover, each fed by one data source that
 holds every shown run. Adding a glyph per run instead makes the browser rebuild a figure's views
@@ -17,12 +20,16 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
-from .figures import locked, new_figure, scaled, set_log, swatches
+from .figures import fit, locked, new_figure, scaled, set_log, style_legend
 from .records import PlotRun
 
 AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work",
               "epoch (streaming solvers)": "epoch"}
 AXIS_LABELS = {v: k for k, v in AXIS_NAMES.items()}
+# the plot grid: as many columns of at least 340 px as the width holds (three at 1440 px, two on a
+# laptop), filled in order; a hidden figure takes no cell, so the grid has no holes
+GRID_CSS = ('[id^="flexbox"] { display: grid !important; width: 100%; gap: 4px; '
+            'grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); }')
 
 
 def _segments(finite: np.ndarray) -> list[slice]:
@@ -38,6 +45,8 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
     lines = {"xs": [], "ys": [], "color": [], "run": []}
     points = {"x": [], "y": [], "xv": [], "m": [], "run": [], "color": []}
     for name, color, c in curves:
+        if not np.isfinite(c["median"]).any():  # nothing of this run to draw here: not in the legend either
+            continue
         for seg in _segments(np.isfinite(c["x"]) & np.isfinite(c["lower"]) & np.isfinite(c["upper"])):
             bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])))
             bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])))
@@ -61,31 +70,31 @@ class LivePlots:
     def __init__(self, width: int = 440, height: int = 260) -> None:
         self.size = (width, height)
         self.x_axis = pn.widgets.Select(label="x-axis", options=AXIS_NAMES, value="iteration", width=190)
-        self.y_scale = pn.widgets.RadioButtonGroup(label="y scale", options=["field default", "linear", "log"],
-                                                   value="field default", width=260)
-        self.log_x = pn.widgets.Checkbox(label="log x", value=False, width=70)
-        self.smoothing = pn.widgets.Select(label="Smoothing", options={"raw": "raw", "EMA": "ema",
+        self.y_scale = pn.widgets.Select(label="y scale", options=["field default", "linear", "log"],
+                                         value="field default", width=120)
+        self.log_x = pn.widgets.Checkbox(label="log x", value=False, width=70, margin=(32, 10, 0, 10))
+        self.smoothing = pn.widgets.Select(label="smoothing", options={"raw": "raw", "EMA": "ema",
                                                                       "rolling median": "median"},
-                                           value="raw", width=140)
+                                           value="raw", width=130)
         self.window = pn.widgets.IntInput(label="window (points)", start=2, end=500, value=10, width=110)
         self.rules = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
-        self.key = pn.pane.HTML("", sizing_mode="stretch_width")
-        self.grid = pn.GridBox(ncols=2)
+        self.empty = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
+        self.grid = pn.FlexBox(sizing_mode="stretch_width", stylesheets=[GRID_CSS])
         self.runs: dict[str, PlotRun] = {}
         self._figures: dict[str, pn.pane.Bokeh] = {}
         self._sources: dict[str, tuple[ColumnDataSource, ColumnDataSource, ColumnDataSource]] = {}
         self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
+        self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
-    def show(self, runs: dict[str, PlotRun]) -> None:
-        """Plot these runs (run id -> PlotRun), in this order, hiding any others."""
-        if list(runs) != list(self.runs):
-            self.key.object = swatches({run: (r.name, r.color) for run, r in runs.items()})
+    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
+        """Plot these runs (run id -> PlotRun), in this order, hiding any others; `text`: also
+        update the lines beside the figures."""
         self.runs = runs
-        self.redraw()
+        self.redraw(text)
 
     def _settings(self) -> tuple:
         return self.x_axis.value, self.y_scale.value, self.log_x.value, self.smoothing.value, self.window.value
@@ -93,53 +102,91 @@ class LivePlots:
     def _log_y(self, field: str) -> bool:
         return self.y_scale.value == "log" or (self.y_scale.value == "field default" and FIELDS[field].log)
 
-    def redraw(self) -> None:
-        """Bring every figure up to date; work only where a run's records or the settings changed."""
+    def redraw(self, text: bool = True) -> None:
+        """Bring every figure (and with `text` the lines beside them) up to date; work only where a
+        run's records or the settings changed."""
         axis = self.x_axis.value
         fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
-        new = [self._figure(f) for f in fields if f not in self._figures]
-        if new:
-            self.grid.extend(new)
-        thinned = False
+        if any(f not in self._figures for f in fields):
+            for field in fields:
+                if field not in self._figures:
+                    self._figure(field)
+            # the grid keeps the table's order whatever order the fields first appeared in
+            self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
+        thinned, drawn = False, {}
         for field in self._figures:
             log_y = self._log_y(field)
-            pane = self._figures[field]
-            if pane.visible != (field in fields):  # a field none of the shown runs records
-                pane.visible = field in fields
-            fig = pane.object
-            if field in fields:
-                set_log(fig.yaxis[0], log_y, FIELDS[field].label)
-                set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
+            fig = self._figures[field].object
             curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
                       ] if field in fields else []
             thinned |= any(c["thinned"] for _, _, c in curves)
             sent = [(run, state) for run, state, _ in curves]
-            if self._sent.get(field) != sent:
+            if self._sent.get(field) != sent:  # new data, or a new view of it: new ranges too
                 data = _columns([(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
                 for source, columns in zip(self._sources[field], data):
                     source.data = columns
                 self._sent[field] = sent
+                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y)
+            visible = self._drawn[field]
+            if visible:
+                set_log(fig.yaxis[0], log_y, FIELDS[field].label)
+                set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
+                drawn[field] = {self.runs[run].records.iterations.per_label() for run, _, c in curves
+                                if np.isfinite(c["median"]).any()}
+            if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
+                self._figures[field].visible = visible
+        self._titles_and_rules(drawn, thinned, text)
+
+    def _fit(self, field: str, fig, curves: list[dict], log_y: bool) -> bool:
+        """Ranges from what the figure draws now; False if it draws nothing (no finite point)."""
+        unit = FIELDS[field].unit
+        pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
+        ys = [c[k] for c in curves for k in ("median", "lower", "upper")]
+        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned)
+
+    def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool, text: bool = True) -> None:
+        """Titles that say what is drawn: bands over labels only where the figure's runs train many
+        labels, and the wall-time bins on that axis; the rules of the x-axis, smoothing and
+        downsampling. `drawn`: field -> whether each run drawn in it has many labels."""
+        axis = self.x_axis.value
         smoothing = smoothing_rule(self.smoothing.value, self.window.value)
-        for field in fields:
-            title = f"{FIELDS[field].label}: median, 5-95% band over labels · {smoothing}"
+        for field, per_label in drawn.items():
+            wall = axis == "wall"
+            if per_label == {True}:
+                what = "median and 5-95% band over labels" + (", per wall-time bin" if wall else "")
+            elif per_label == {False}:
+                what = "median and 5-95% band of each wall-time bin's records" if wall else "one trajectory per run"
+            else:
+                what = ("median and 5-95% band over labels (single-trajectory runs: over records), per wall-time bin"
+                        if wall else "median and 5-95% band over labels; single-trajectory runs as one line")
+            title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
             if self._titles.get(field) != title:
                 self._figures[field].object.title.text = self._titles[field] = title
+        if not text:
+            return
         rules = (f"{X_AXES[axis]}. Smoothing: {smoothing}, applied before downsampling. Downsampling: at most "
                  f"{MAX_POINTS} points per curve, every k-th point plus the last"
                  f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0.")
         if rules != self.rules.object:
             self.rules.object = rules
+        empty = bool(self.runs) and not drawn
+        text = (f"None of the shown runs records anything against **{AXIS_LABELS[axis]}**: pick another x-axis."
+                if empty else "")
+        if text != self.empty.object:
+            self.empty.object, self.empty.visible = text, empty
 
     def _figure(self, field: str) -> pn.pane.Bokeh:
-        """A field's figure with its three glyphs, each drawing every run from one source."""
+        """A field's figure with its three glyphs, each drawing every run from one source, and a
+        legend naming each run's line."""
         fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
-                         width=self.size[0], height=self.size[1])
+                         width=self.size[0], height=self.size[1], sizing_mode="stretch_width")
         bands, lines, points = (ColumnDataSource(columns) for columns in _columns([]))
         fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
-        fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2)
+        fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
         hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
-        fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("median", "@m")]))
-        pane = pn.pane.Bokeh(fig)
+        fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
+        style_legend(fig)
+        pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
         self._figures[field], self._sources[field] = pane, (bands, lines, points)
         return pane
 
@@ -154,7 +201,7 @@ class LivePlots:
         bands = aggregate.bands(field, self.x_axis.value)
         smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), self.smoothing.value,
                           self.window.value)
-        columns = dict(zip(("median", "lower", "upper"), smoothed.T))
+        columns = dict(zip(("median", "lower", "upper"), smoothed.T * (100.0 if FIELDS[field].unit == "percent" else 1.0)))
         index, k = downsample(len(bands))
         x = bands["x"].to_numpy(np.float64)[index]
         curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
@@ -180,8 +227,8 @@ class LivePlots:
         return [pane.object for pane in self._figures.values()]
 
     def controls(self) -> pn.Row:
-        return pn.Row(self.x_axis, pn.Column(pn.pane.Markdown("y scale", margin=(0, 5)), self.y_scale),
-                      pn.Column(pn.Spacer(height=22), self.log_x), self.smoothing, self.window)
+        """The plot settings in one row."""
+        return pn.Row(self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window, margin=0)
 
     def panel(self) -> pn.Column:
-        return pn.Column(self.controls(), self.rules, self.key, self.grid, sizing_mode="stretch_width")
+        return pn.Column(self.controls(), self.empty, self.grid, self.rules, sizing_mode="stretch_width")

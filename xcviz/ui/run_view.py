@@ -7,7 +7,7 @@ import panel as pn
 
 from ..runs.launcher import FINAL
 from ..runs.store import RunStore
-from .figures import PALETTE
+from .figures import run_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
@@ -22,16 +22,17 @@ class RunView:
         self.cache = RecordCache(store)
         self.plots = LivePlots()
         self.positives = PositivesView()
-        self.colors: dict[str, str] = {}  # a run keeps its colour for the life of the view
         self._complete: set[str] = set()
         self._callback = None
 
-    def update(self, rows: dict[str, dict], shown: list[str]) -> dict[str, PlotRun]:
-        """Show these runs (ids, with their store rows); returns them as the views see them."""
+    def update(self, rows: dict[str, dict], shown: list[str], texts: tuple[str, ...] = ("plots", "positives")
+               ) -> dict[str, PlotRun]:
+        """Show these runs (ids, with their store rows); the views named in `texts` also update the
+        text they show beside their figures (a page leaves out those of tabs it does not show).
+        Returns the runs as the views see them."""
         runs = {}
         for run in shown:
             row = rows[run]
-            self.colors.setdefault(run, PALETTE[len(self.colors) % len(PALETTE)])
             if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
                 before = self.cache.runs.get(run)
                 if self.cache.refresh(run) is not before and before is not None:  # its records were reset
@@ -41,9 +42,9 @@ class RunView:
                     self._complete.add(run)
                 else:
                     self._complete.discard(run)
-            runs[run] = PlotRun(row["name"], self.colors[run], self.cache.runs[run], int(row["total"]))
-        self.plots.show(runs)
-        self.positives.show(runs)
+            runs[run] = PlotRun(row["name"], run_color(row), self.cache.runs[run], int(row["total"]))
+        self.plots.show(runs, text="plots" in texts)
+        self.positives.show(runs, text="positives" in texts)
         return runs
 
     def forget(self, run: str) -> None:

@@ -36,6 +36,17 @@ def _spec(row: dict) -> dict:
         return {}
 
 
+def progress_text(row: dict, spec: dict | None = None) -> str:
+    """What a run has done, in what its solver counts: labels (one-vs-all) or epochs (multiclass)."""
+    spec = _spec(row) if spec is None else spec
+    solver = SOLVERS.get(spec.get("solver", ""))
+    done, total = int(row["done"]), int(row["total"])
+    if solver is not None and solver.multiclass:
+        epochs = spec.get("params", {}).get("epochs") or solver.params().param["epochs"].default
+        return f"{epochs * done / total if total else 0:.1f}/{epochs} epochs"
+    return f"{done}/{total} labels"
+
+
 def run_row(row: dict, now: float | None = None) -> dict:
     """One line of the table from a store row."""
     spec = _spec(row)
@@ -43,19 +54,38 @@ def run_row(row: dict, now: float | None = None) -> dict:
     compare = SOLVERS[solver].compare if solver in SOLVERS else None
     done, total = int(row["done"]), int(row["total"])
     eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
-    return {"name": row["name"], "status": row["status"],
-            "progress": round(100 * done / total) if total else 0, "labels": f"{done}/{total}",
+    return {"name": row["name"], "status": row["status"], "error": row["error"] or "",
+            "progress": round(100 * done / total) if total else 0, "done": progress_text(row, spec),
             "ETA s": round(eta) if row["status"] == "running" and eta is not None else None,
             "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
-            **{m: row["summary"].get(m, np.nan) for m in METRICS}, "error": row["error"] or "", "id": row["id"]}
+            **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"]}
+
+
+def differing_params(rows: list[dict]) -> dict[str, list[str]]:
+    """The solver parameters whose values differ among these runs (the compared one aside, it is
+    the variant column): parameter -> each run's value as text ("" where a run has no such one)."""
+    params = []
+    for row in rows:
+        spec = _spec(row)
+        compare = SOLVERS[spec["solver"]].compare if spec.get("solver") in SOLVERS else None
+        params.append({k: v for k, v in spec.get("params", {}).items() if k != compare})
+    names = sorted({k for p in params for k in p})
+    columns = {k: ["" if p.get(k) is None else str(p[k]) for p in params] for k in names}
+    return {k: v for k, v in columns.items() if len(set(v) - {""}) > 1}
 
 
 def runs_frame(rows: list[dict]) -> pd.DataFrame:
-    """The table of these store rows; accuracy and macro-F1 columns only if some run has them."""
+    """The table of these store rows, newest first; columns for the parameters that differ among
+    them; accuracy and macro-F1 columns only if some run has them."""
+    rows = sorted(rows, key=lambda r: r.get("created") or 0, reverse=True)
     frame = pd.DataFrame([run_row(r) for r in rows],
                          columns=list(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None,
                                                "spec": "{}", "summary": {}, "error": None, "id": ""})))
+    at = frame.columns.get_loc("variant") + 1
+    for k, (name, values) in enumerate(differing_params(rows).items()):
+        if name not in frame:
+            frame.insert(at + k, name, values)
     extra = [m for m in METRICS if m not in ALWAYS and frame[m].notna().any()]
     return frame.drop(columns=[m for m in METRICS if m not in ALWAYS and m not in extra])
 
@@ -66,19 +96,21 @@ class RunsTable:
 
     def __init__(self, store: RunStore, on_change: Callable[[], None], on_delete: Callable[[str], None]) -> None:
         self.store, self.on_change, self.on_delete = store, on_change, on_delete
-        self.filters = {c: pn.widgets.MultiChoice(label=c.capitalize(), options=[], width=200, placeholder="all")
+        self.filters = {c: pn.widgets.MultiChoice(label=c, options=[], width=150, placeholder=f"all {c}s"
+                                                  if c != "status" else "any status", margin=(0, 5))
                         for c in FILTERED}
         self.table = pn.widgets.Tabulator(
-            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=8,
-            sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
+            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
+            sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"], hidden_columns=["id"],
+            configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
             formatters={"progress": {"type": "progress", "max": 100, "legend": False},
                         "ETA s": NumberFormatter(format="0", nan_format=""),
                         **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self.cancel_button = pn.widgets.Button(label="Cancel ticked runs", color="warning")
-        self.resume_button = pn.widgets.Button(label="Resume ticked runs", color="success")
-        self.delete_button = pn.widgets.Button(label="Delete ticked runs", color="danger")
+        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", description="Cancel the ticked runs")
+        self.resume_button = pn.widgets.Button(label="Resume", color="success", description="Resume the ticked runs")
+        self.delete_button = pn.widgets.Button(label="Delete", color="danger", description="Delete the ticked runs")
         self.confirm_text = pn.pane.Markdown("")
         self.confirm_button = pn.widgets.Button(label="Confirm delete", color="danger")
         self.keep_button = pn.widgets.Button(label="Keep them", color="default")
@@ -115,7 +147,7 @@ class RunsTable:
         if frame.equals(self.table.value):
             return self._show_errors()
         before = list(self.table.value["id"])
-        moved = list(frame["id"])[:len(before)] != before  # new runs are added at the end
+        moved = list(frame["id"]) != before  # new runs come first: rows move
         self.table.value = frame
         # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
         # them, and setting them here could undo a tick the browser has sent but we have not seen
@@ -185,7 +217,10 @@ class RunsTable:
         self.say("; ".join(errors))
         self.on_change()
 
+    def actions(self) -> pn.Row:
+        """The filters and the buttons acting on ticked runs, in one row."""
+        return pn.Row(*self.filters.values(), self.cancel_button, self.resume_button, self.delete_button,
+                      margin=0)
+
     def panel(self) -> pn.Column:
-        return pn.Column(pn.Row(*self.filters.values()), self.table,
-                         pn.Row(self.cancel_button, self.resume_button, self.delete_button), self.confirm,
-                         self.message, self.failures, sizing_mode="stretch_width")
+        return pn.Column(self.table, self.confirm, self.message, self.failures, sizing_mode="stretch_width", margin=0)

@@ -1,0 +1,31 @@
+"""The summary of a trained model, as `xcviz train --json` prints it and a background run stores it
+(so `xcviz wait --json` prints the same keys): threads, sizes, time, nnz, the main parameters,
+iteration counts, the Dask cluster's keys and, for multiclass solvers, the epoch time, the
+oracle's quality and the objective."""
+from __future__ import annotations
+
+import resource
+
+from .cluster import CLUSTER_KEYS
+
+MAIN_PARAMS = ("init", "loss", "variant", "oracle", "epochs", "mode")
+MULTICLASS_INFO = ("epoch_seconds", "oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10", "margin_error",
+                   "objective")
+
+
+def model_summary(model, n_train: int, n_test: int | None = None) -> dict:
+    """What a trained `SparseModel` reports about its training (test metrics are added by callers)."""
+    summary = {"threads": model.info.get("threads"), "n_train": model.info.get("n_train", n_train),
+               "train_seconds": round(model.info["train_seconds"], 4), "model_nnz": model.nnz}
+    summary.update({k: model.params[k] for k in MAIN_PARAMS if k in model.params})
+    summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
+    summary.update({k: round(model.info[k], 6) for k in MULTICLASS_INFO if k in model.info})
+    summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
+    if n_test is not None:
+        summary["n_test"] = n_test
+    return summary
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
