@@ -24,6 +24,8 @@ import numpy as np
 
 from memoir import bench_memoir
 from memoir import render as render_memoir
+from peers import bench_peers
+from peers import render as render_peers
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.synthetic import generate
@@ -231,9 +233,20 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
     return "\n".join(lines)
 
 
-def _replace_section(out: Path, name: str) -> None:
-    """Rerun one section (MEMOIR, or the dashboard's, which ends the file) and put it in place."""
+def _load() -> str:
+    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
+    """Rerun one section (DiSMEC++ side by side, MEMOIR, or the dashboard's, which ends the file) and put
+    it in place."""
     old = out.read_text()
+    if name == "dismecpp":
+        lines = render_peers(bench_peers(repeats), repeats, _load())
+        start = old.find(lines[0])
+        start, end = (start, old.index("\n## ", start + 1) + 1) if start >= 0 else (old.index("## MEMOIR"),) * 2
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "memoir":
         lines = render_memoir(bench_memoir())
         start, end = old.index(lines[0]), old.index("## Dashboard responsiveness")
@@ -247,11 +260,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dashboard"],
+    parser.add_argument("--only", choices=["memoir", "dashboard", "dismecpp"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
-        _replace_section(Path(args.out), args.only)
+        _replace_section(Path(args.out), args.only, args.repeats)
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
@@ -263,7 +276,10 @@ def main() -> None:
     recording = bench_recording("delicious", args.repeats)
     memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
     gen = bench_generator(3)
-    text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(memoir_lines) + "\n"
+    print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
+    peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
+    text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(peer_lines) + "\n"
+    text += "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)
