@@ -35,6 +35,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 bench: $(STAMP) browser
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py --out BENCHMARKS.md
 
 clean:

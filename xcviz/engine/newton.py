@@ -58,13 +58,36 @@ def _loss(loss, m):
 
 
 @njit(cache=True, nogil=True)
+def _row_dot(indices, data, v, k0, k1):
+    """x_i . v over entries k0..k1 of a row, in four independent partial sums: a single running
+    sum makes every multiply-add wait for the previous one, four let them overlap (same order on
+    every run and thread count)."""
+    one = np.uint64(1)
+    two = np.uint64(2)
+    three = np.uint64(3)
+    four = np.uint64(4)
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    k = k0
+    while k + four <= k1:
+        a0 += data[k] * v[indices[k]]
+        a1 += data[k + one] * v[indices[k + one]]
+        a2 += data[k + two] * v[indices[k + two]]
+        a3 += data[k + three] * v[indices[k + three]]
+        k += four
+    while k < k1:
+        a0 += data[k] * v[indices[k]]
+        k += one
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True, nogil=True)
 def _xv(indptr, indices, data, v, out):
     """out = X v over all rows."""
     for i in range(out.shape[0]):
-        acc = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += data[k] * v[indices[k]]
-        out[i] = acc
+        out[i] = _row_dot(indices, data, v, indptr[i], indptr[i + 1])
 
 
 @njit(cache=True, nogil=True)
@@ -87,10 +110,14 @@ def _loss_sum(loss, C, y, wx):
 
 
 @njit(cache=True, nogil=True)
-def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef):
-    """g = grad L(w); fills the active set `act` and its Hessian weights; returns its size."""
+def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef, M):
+    """g = grad L(w); fills the active set `act`, its Hessian weights and, in the same pass over
+    the active rows, the diagonal preconditioner M of the next CG solve; returns the set's size."""
     for j in range(g.shape[0]):
         g[j] = w[j]
+        M[j] = 1.0
+    if bias_index >= 0 and not reg_bias:
+        M[bias_index] = 0.0
     nact = 0
     for i in range(wx.shape[0]):
         m = y[i] * wx[i]
@@ -103,12 +130,16 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
             sig = 1.0 / (1.0 + np.exp(-m))
             gc = C * (sig - 1.0) * y[i]
             hcoef[nact] = C * sig * (1.0 - sig)
+        h = hcoef[nact]
         act[nact] = i
         nact += 1
         for k in range(indptr[i], indptr[i + 1]):
             g[indices[k]] += gc * data[k]
+            M[indices[k]] += h * data[k] * data[k]
     if bias_index >= 0 and not reg_bias:
         g[bias_index] -= w[bias_index]
+    for j in range(M.shape[0]):
+        M[j] = (1.0 - _ALPHA_PCG) + _ALPHA_PCG * M[j]
     return nact
 
 
@@ -119,28 +150,11 @@ def _hess_vec(indptr, indices, data, act, nact, hcoef, d, reg_bias, bias_index, 
         hd[j] = d[j]
     for a in range(nact):
         i = act[a]
-        xd = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            xd += data[k] * d[indices[k]]
-        c = hcoef[a] * xd
+        c = hcoef[a] * _row_dot(indices, data, d, indptr[i], indptr[i + 1])
         for k in range(indptr[i], indptr[i + 1]):
             hd[indices[k]] += c * data[k]
     if bias_index >= 0 and not reg_bias:
         hd[bias_index] -= d[bias_index]
-
-
-@njit(cache=True, nogil=True)
-def _preconditioner(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, M):
-    for j in range(M.shape[0]):
-        M[j] = 1.0
-    if bias_index >= 0 and not reg_bias:
-        M[bias_index] = 0.0
-    for a in range(nact):
-        i = act[a]
-        for k in range(indptr[i], indptr[i + 1]):
-            M[indices[k]] += hcoef[a] * data[k] * data[k]
-    for j in range(M.shape[0]):
-        M[j] = (1.0 - _ALPHA_PCG) + _ALPHA_PCG * M[j]
 
 
 @njit(cache=True, nogil=True)
@@ -195,17 +209,22 @@ def _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f_old, wtw,
     """Backtracking line search along s; updates w and wx on success.
 
     Returns (step, f_new, wTw_new); step = 0 means failure (w unchanged)."""
-    _xv(indptr, indices, data, s, xs)
+    acc1 = 0.0  # the loss of the full step, summed in the pass that computes X s
+    for i in range(wx.shape[0]):
+        xs[i] = _row_dot(indices, data, s, indptr[i], indptr[i + 1])
+        acc1 += _loss(loss, y[i] * (wx[i] + xs[i]))
     sts = _regularised_dot(s, s, reg_bias, bias_index)
     wts = _regularised_dot(w, s, reg_bias, bias_index)
     gts = 0.0
     for j in range(s.shape[0]):
         gts += g[j] * s[j]
     alpha = 1.0
-    for _ in range(_MAX_LINESEARCH):
-        acc = 0.0
-        for i in range(wx.shape[0]):
-            acc += _loss(loss, y[i] * (wx[i] + alpha * xs[i]))
+    for trial in range(_MAX_LINESEARCH):
+        acc = acc1
+        if trial > 0:
+            acc = 0.0
+            for i in range(wx.shape[0]):
+                acc += _loss(loss, y[i] * (wx[i] + alpha * xs[i]))
         f_new = C * acc + 0.5 * (alpha * alpha * sts + 2.0 * alpha * wts + wtw)
         if f_new - f_old <= _ETA * alpha * gts:
             for i in range(wx.shape[0]):
@@ -245,7 +264,7 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
     _xv(indptr, indices, data, w, wx)
     wtw = _regularised_dot(w, w, reg_bias, bias_index)
     f = _loss_sum(loss, C, y, wx) + 0.5 * wtw
-    nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef)
+    nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef, M)
     gnorm = _norm(g)
     f_init = f
     t_prev = monotonic_ns()
@@ -263,7 +282,6 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
     if gnorm > tol:
         status = STATUS_MAX_ITER
         while it < max_iter:
-            _preconditioner(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, M)
             cg_steps = _pcg(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, cg_eps,
                             g, M, s, r, d, hd, z)
             f_old = f
@@ -273,7 +291,7 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
                 status = STATUS_LINE_SEARCH_FAILED
                 break
             it += 1
-            nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef)
+            nact = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef, M)
             gnorm = _norm(g)
             if record:
                 t_now = monotonic_ns()

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where frames are built: `xcviz train` without records never needs it
+    import pandas as pd
 
 
 class Recorder(Protocol):
@@ -58,6 +60,8 @@ class MemorySink:
         self.summary = dict(summary)
 
     def frame(self, kind: str) -> pd.DataFrame:
+        import pandas as pd
+
         blocks = self._blocks.get(kind, [])
         if not blocks:
             return pd.DataFrame()
@@ -143,6 +147,8 @@ class TeeSink:
 
 def read_jsonl(path: str | Path, kind: str) -> pd.DataFrame:
     """The records of one kind from a JSON-lines file, as a DataFrame."""
+    import pandas as pd
+
     rows = []
     with Path(path).open(encoding="utf-8") as fh:
         for line in fh:

@@ -1,0 +1,269 @@
+"""`benchmarks/run.py --only dismecpp`: xcviz side by side with DiSMEC++ built from source, napkinXC BR and omikuji.
+
+DiSMEC++ (the C++ code of the MSI paper) is built once from `../shared/peers/dismecpp` (or
+$XCVIZ_SHARED/peers/dismecpp) into the ignored folder `bench-peers/`; without that folder the
+section says so and is skipped. Every contender trains in a fresh process, so loading compiled
+kernels counts, and the contenders alternate within each repeat: a load spike on this shared
+machine hits them alike. Times are "data in memory to model": xcviz's `train_seconds`, DiSMEC++'s
+log span from "Finished loading dataset" to the end of training (its preprocessing and initialiser
+included, the saving excluded), the fit call of napkinXC and omikuji (omikuji reads its file
+inside the call). P@1/3/5 on the test split are computed here the same way for every model.
+
+napkinXC and omikuji are optional (`pip install -e '.[bench]'`); without them their rows say so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "bench-peers" / "dismecpp"
+THREADS = 2
+# xcviz init -> DiSMEC++ --init-mode
+INITS = {"zero": "zero", "bias": "bias", "ovap": "ova-primal", "msi": "msi"}
+# Amazon-670K / 10 (README): n 49,000 (train + test), d 13,600, 67,000 labels, 5.45 labels and
+# 75.7 non-zeros per row; `SYNTH_LABEL_SHARE` of its labels are trained (see synthetic_files)
+SYNTH = {"n": 49_000, "d": 13_600, "labels": 67_000, "avg_labels": 5.45, "avg_nnz": 75.7}
+SYNTH_LABEL_SHARE = 0.003
+SYNTH_INITS = ("msi",)  # the synthetic problem's runs are long: the paper's setting only
+PY_PEER_RUNS = 1  # napkinXC and omikuji: no ratio rests on them, one run each keeps the section short
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]")
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("XCVIZ_SHARED", ROOT.parent / "shared"))
+
+
+def build_dismecpp() -> Path | None:
+    """The DiSMEC++ `train` binary, built once into bench-peers/ (None when the peer's source is absent)."""
+    binary = BUILD / "bin" / "train"
+    if binary.exists():
+        return binary
+    script = shared_dir() / "peers" / "dismecpp" / "build.sh"
+    if not script.exists():
+        return None
+    print(f"building DiSMEC++ from {script.parent} into {BUILD} (about 2 minutes) ...", file=sys.stderr)
+    subprocess.run(["bash", str(script), str(BUILD)], check=True)
+    return binary
+
+
+def _stamp(line: str) -> float:
+    return datetime.strptime(_STAMP.match(line).group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+
+
+def dismecpp_seconds(log: str) -> tuple[float, float]:
+    """(data in memory to model, "Start training" to model) from a DiSMEC++ log, saving excluded."""
+    lines = log.splitlines()
+    loaded = next(_stamp(s) for s in lines if "Finished loading dataset" in s)
+    start = next(_stamp(s) for s in lines if "Start training" in s)
+    saved = [s for s in lines if "Saving partial model" in s]
+    end = _stamp(saved[-1]) - sum(int(re.search(r"took (\d+) ms", s).group(1)) for s in saved) / 1000
+    return end - loaded, end - start
+
+
+def read_dismecpp_model(index: Path, n_features: int):
+    """A DiSMEC++ sparse-text model (bias feature last) as an xcviz SparseModel."""
+    import scipy.sparse as sp
+
+    from xcviz.models import SparseModel
+
+    meta = json.loads(index.read_text())
+    rows, cols, vals = [], [], []
+    for entry in meta["files"]:
+        for r, line in enumerate((index.parent / entry["file"]).read_text().splitlines()):
+            pairs = [p.split(":") for p in line.split()]
+            rows += [entry["first"] + r] * len(pairs)
+            cols += [int(c) for c, _ in pairs]
+            vals += [float(v) for _, v in pairs]
+    W = sp.csr_matrix((vals, (rows, cols)), shape=(meta["num-labels"], meta["num-features"]))
+    bias_w = np.asarray(W[:, n_features].todense()).ravel()
+    return SparseModel(weights=W[:, :n_features].tocsr(), bias_weights=bias_w, bias=1.0, normalize=True,
+                       solver="dismec", params={}, info={})
+
+
+def _pk(test, topk) -> list[float]:
+    from xcviz import metrics
+
+    return [round(100 * metrics.precision_at_k(test.Y, topk, k), 2) for k in (1, 3, 5)]
+
+
+def run_xcviz(train: Path, test: Path, init: str, threads: int = THREADS) -> dict:
+    out = subprocess.run([str(ROOT / ".venv" / "bin" / "xcviz"), "train", str(train), "--test", str(test),
+                          "--init", init, "--threads", str(threads), "--json"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    s = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"seconds": s["train_seconds"], "p@k": [round(s[f"p@{k}"], 2) for k in (1, 3, 5)],
+            "iterations": s.get("newton_iterations")}
+
+
+def run_dismecpp(binary: Path, train: Path, test: Path, init: str, work: Path, threads: int = THREADS) -> dict:
+    from xcviz.data import load_files
+
+    model = work / f"dismecpp-{init}.model"
+    out = subprocess.run([str(binary), str(train), str(model), "--augment-for-bias", "--normalize-instances",
+                          "--init-mode", INITS[init], "--threads", str(threads), "--epsilon", "0.01",
+                          "--save-sparse-txt", "--weight-culling", "0.01", "-q"],
+                         capture_output=True, text=True, check=True, cwd=work)
+    seconds, from_start = dismecpp_seconds(out.stdout + out.stderr)
+    _, test_ds = load_files(train, test)
+    topk, _ = read_dismecpp_model(model, test_ds.n_features).predict_topk(test_ds.X, k=5, threads=threads)
+    return {"seconds": seconds, "from_start": from_start, "p@k": _pk(test_ds, topk)}
+
+
+def _child(kind: str, train: str, test: str) -> dict:
+    """napkinXC BR or omikuji, trained and evaluated in this (fresh) process."""
+    from xcviz.data import load_files
+
+    train_ds, test_ds = load_files(train, test)
+    if kind == "napkinxc":
+        from napkinxc.models import BR
+
+        with tempfile.TemporaryDirectory() as tmp:
+            model = BR(tmp, loss="l2", liblinear_c=1, liblinear_eps=0.01, weights_threshold=0.01, threads=THREADS)
+            t = time.perf_counter()
+            model.fit(train_ds.X, train_ds.Y)
+            seconds = time.perf_counter() - t
+            labels = model.predict(test_ds.X, top_k=5)
+    else:
+        import omikuji
+
+        t = time.perf_counter()
+        model = omikuji.Model.train_on_data(train, omikuji.Model.default_hyper_param(), n_threads=THREADS)
+        seconds = time.perf_counter() - t
+        X = test_ds.X.tocsr()
+        labels = [[lab for lab, _ in model.predict(list(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(),
+                                                               X.data[X.indptr[i]:X.indptr[i + 1]].tolist())), top_k=5)]
+                  for i in range(X.shape[0])]
+    topk = np.array([(list(r) + [-1] * 5)[:5] for r in labels], dtype=np.int64)
+    return {"seconds": seconds, "p@k": _pk(test_ds, topk)}
+
+
+def run_python_peer(kind: str, train: Path, test: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, kind, str(train), str(test)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bundled_files(name: str, work: Path) -> tuple[Path, Path]:
+    """A bundled set's splits as plain XC text files (what DiSMEC++ reads)."""
+    from xcviz.data.registry import data_dir
+
+    paths = []
+    for split in ("train", "test"):
+        path = work / f"{name}_{split}.txt"
+        subprocess.run(f"xz -dc {data_dir() / name / f'{name}_{split}.txt.xz'} > {path}", shell=True, check=True)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def synthetic_files(work: Path) -> tuple[Path, Path]:
+    """The Amazon-670K/10 problem of the README, reduced to the SYNTH_LABEL_SHARE of its labels that
+    come first in label order (the generator's Zipf ranks, so head and tail labels alike): all rows
+    and features kept, rows left without a label dropped. The full problem takes DiSMEC++ and xcviz
+    several minutes per run each, too long for medians of every initializer on a shared machine; it
+    runs MSI only (SYNTH_INITS)."""
+    from xcviz.data.dataset import Dataset
+    from xcviz.data.synthetic import generate, split
+    from xcviz.data.textio import write_xc
+
+    ds = generate(SYNTH["n"], SYNTH["d"], SYNTH["labels"], avg_labels=SYNTH["avg_labels"],
+                  avg_nnz=SYNTH["avg_nnz"], seed=0, name="amazon670k-10")
+    keep = np.arange(0, SYNTH["labels"], int(round(1 / SYNTH_LABEL_SHARE)))
+    Y = ds.Y.tocsc()[:, keep].tocsr()
+    rows = np.flatnonzero(np.diff(Y.indptr) > 0)
+    ds = Dataset(X=ds.X[rows], Y=Y[rows], name=ds.name)
+    paths = []
+    for part, split_name in zip(split(ds, 0.3, seed=0), ("train", "test")):
+        path = work / f"synthetic_{split_name}.txt"
+        write_xc(path, part)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def bench_peers(repeats: int = 5, problems: tuple[str, ...] = ("bibtex", "delicious", "synthetic"),
+                inits: tuple[str, ...] = tuple(INITS)) -> dict:
+    """{problem: {contender: measurements}} with the seconds of every repeat, or None without the peer."""
+    binary = build_dismecpp()
+    if binary is None:
+        return None
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in problems:
+            print(f"peers: {name} ...", file=sys.stderr)
+            train, test = synthetic_files(work) if name == "synthetic" else bundled_files(name, work)
+            chosen = SYNTH_INITS if name == "synthetic" else inits
+            runs = {f"{who} {init}": [] for init in chosen for who in ("xcviz", "dismecpp")}
+            runs.update({"napkinxc": [], "omikuji": []})
+            for r in range(repeats):
+                for init in chosen:
+                    runs[f"xcviz {init}"].append(run_xcviz(train, test, init))
+                    runs[f"dismecpp {init}"].append(run_dismecpp(binary, train, test, init, work))
+                for kind in ("napkinxc", "omikuji"):
+                    if r < PY_PEER_RUNS:
+                        runs[kind].append(run_python_peer(kind, train, test))
+            results[name] = {key: _summary(v) for key, v in runs.items()}
+    return results
+
+
+def _summary(runs: list[dict]) -> dict:
+    if any("error" in r for r in runs):
+        return {"error": next(r["error"] for r in runs if "error" in r)}
+    out = {"seconds": statistics.median(r["seconds"] for r in runs), "all": [r["seconds"] for r in runs],
+           "p@k": runs[-1]["p@k"]}
+    if "from_start" in runs[0]:
+        out["from_start"] = statistics.median(r["from_start"] for r in runs)
+    return out
+
+
+def render(results: dict | None, repeats: int, load: str) -> list[str]:
+    lines = ["## Side by side with DiSMEC++ (built from source in this run)", ""]
+    if results is None:
+        return lines + [f"Skipped: DiSMEC++'s source is not at {shared_dir() / 'peers' / 'dismecpp'}.", ""]
+    lines += [f"`benchmarks/run.py --only dismecpp` (benchmarks/peers.py), "
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. {THREADS} threads for everyone; every "
+              f"contender in a fresh process, xcviz and DiSMEC++ alternating within each of {repeats} repeats; "
+              "medians. Seconds are data in memory to model: xcviz's `train_seconds` (kernel loading included), "
+              "DiSMEC++'s log span from the end of loading to the end of training (preprocessing and initialiser "
+              "included, saving excluded; `-q`, its fastest logging; in brackets its span from \"Start training\", "
+              "which leaves out the OvA-Primal vector), napkinXC's `fit` (BR, l2 loss, C 1, eps 0.01, threshold "
+              "0.01) and omikuji's `train_on_data` (defaults; it reads its file inside the call), "
+              f"{PY_PEER_RUNS} run(s) each. "
+              f"P@1/3/5 on the test split. Machine load (1/5/15 min) at the end: {load}; 8 agents shared its "
+              "2 cores, so the seconds are noisy and the same-run ratios are what to read.", ""]
+    for name, rows in results.items():
+        lines += [f"### {name}", "",
+                  "| init | xcviz s | DiSMEC++ s | xcviz speed-up (DiSMEC++ s / xcviz s) | xcviz P@1/3/5 | DiSMEC++ P@1/3/5 | xcviz runs | DiSMEC++ runs |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for init in INITS:
+            x, d = rows.get(f"xcviz {init}"), rows.get(f"dismecpp {init}")
+            if x is None or d is None:
+                continue
+            runs = " ".join(f"{s:.2f}" for s in x["all"]), " ".join(f"{s:.2f}" for s in d["all"])
+            lines.append(f"| {init} | {x['seconds']:.3f} | {d['seconds']:.3f} ({d['from_start']:.3f}) | "
+                         f"**{d['seconds'] / x['seconds']:.2f}x** | {'/'.join(f'{v:.2f}' for v in x['p@k'])} | "
+                         f"{'/'.join(f'{v:.2f}' for v in d['p@k'])} | {runs[0]} | {runs[1]} |")
+        lines += ["", "| other peer | s (median) | P@1/3/5 |", "|---|---|---|"]
+        for kind, label in (("napkinxc", "napkinXC BR"), ("omikuji", "omikuji (Parabel-like trees)")):
+            r = rows[kind]
+            lines.append(f"| {label} | not run: {r['error']} | |" if "error" in r else
+                         f"| {label} | {r['seconds']:.3f} | {'/'.join(f'{v:.2f}' for v in r['p@k'])} |")
+        lines.append("")
+    return lines
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(*sys.argv[1:4])))

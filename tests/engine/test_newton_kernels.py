@@ -1,0 +1,86 @@
+"""The Newton engine's inner kernels against plain numpy: the four-sum row dot product, the
+gradient pass that also builds the CG preconditioner, and the line search whose full-step loss is
+summed in the X s pass (benchmarks/profile_newton.py says why they are shaped this way)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xcviz.engine import newton as K
+
+
+def _rows(n, d, density, seed):
+    X = sp.random(n, d, density=density, format="csr", random_state=seed)
+    X.data -= 0.5
+    return X, X.indptr.astype(np.uint64), X.indices.astype(np.uint32), X.data
+
+
+@settings(max_examples=40, deadline=None)
+@given(length=st.integers(0, 13), seed=st.integers(0, 10_000))
+def test_row_dot_matches_numpy_for_every_tail_length(length, seed):
+    """Rows of 0..13 entries cover the four-way loop and every remainder."""
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(20, size=length, replace=False).astype(np.uint32)
+    val = rng.normal(size=length)
+    v = rng.normal(size=20)
+    got = K._row_dot(idx, val, v, np.uint64(0), np.uint64(length))
+    assert got == pytest.approx(float(np.dot(val, v[idx])), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("loss", [K.SQUARED_HINGE, K.LOGISTIC])
+@pytest.mark.parametrize("reg_bias", [False, True])
+def test_gradient_pass_builds_gradient_active_set_and_preconditioner(loss, reg_bias):
+    X, indptr, indices, data = _rows(60, 9, 0.4, 1)
+    rng = np.random.default_rng(2)
+    y = np.where(rng.random(60) < 0.3, 1.0, -1.0)
+    w = rng.normal(size=9)
+    wx = X @ w
+    C, bias = 0.7, 8
+    g, M, hcoef = np.empty(9), np.empty(9), np.empty(60)
+    act = np.empty(60, np.int64)
+    nact = K._gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias, g, act, hcoef, M)
+    m = y * wx
+    if loss == K.SQUARED_HINGE:
+        active = np.flatnonzero(m < 1)
+        coef, h = 2 * C * y * (m - 1), np.full(60, 2 * C)
+    else:
+        active = np.arange(60)
+        sig = 1 / (1 + np.exp(-m))
+        coef, h = C * (sig - 1) * y, C * sig * (1 - sig)
+    reg = w.copy()
+    if not reg_bias:
+        reg[bias] = 0.0
+    Xa = X[active].toarray()
+    np.testing.assert_array_equal(act[:nact], active)
+    np.testing.assert_allclose(hcoef[:nact], h[active], rtol=1e-12)
+    np.testing.assert_allclose(g, reg + Xa.T @ coef[active], rtol=1e-10, atol=1e-12)
+    diag = (0.0 if not reg_bias else 1.0) * (np.arange(9) == bias) + (np.arange(9) != bias) + (Xa ** 2).T @ h[active]
+    np.testing.assert_allclose(M, 0.99 + 0.01 * diag, rtol=1e-12)
+
+
+def test_line_search_takes_the_full_step_or_halves_it_as_liblinear():
+    """The accepted step is the first of 1, 1/2, 1/4, ... meeting f(w + a s) - f(w) <= 0.01 a g.s,
+    and w, X w and w.w are updated to it."""
+    X, indptr, indices, data = _rows(50, 7, 0.5, 3)
+    rng = np.random.default_rng(4)
+    y = np.where(rng.random(50) < 0.4, 1.0, -1.0)
+
+    def f(w):
+        return np.sum(np.maximum(0, 1 - y * (X @ w)) ** 2) + 0.5 * w @ w
+
+    steps = []
+    for scale in (0.05, 40.0):  # a good step, and one far too long that must be halved
+        w = rng.normal(size=7) * 0.1
+        g = w + X.T @ (2 * y * np.minimum(0, y * (X @ w) - 1))
+        s = -g * scale
+        expected = next(a for a in 0.5 ** np.arange(20) if f(w + a * s) - f(w) <= 0.01 * a * g @ s)
+        w_k, wx = w.copy(), X @ w
+        step, f_new, wtw = K._line_search(K.SQUARED_HINGE, 1.0, indptr, indices, data, y, w_k, s, g, wx,
+                                          np.empty(50), f(w), w @ w, True, -1)
+        assert step == expected
+        steps.append(step)
+        np.testing.assert_allclose(w_k, w + step * s, rtol=1e-12)
+        np.testing.assert_allclose(wx, X @ w_k, rtol=1e-10, atol=1e-12)
+        assert f_new == pytest.approx(f(w_k), rel=1e-10) and wtw == pytest.approx(w_k @ w_k, rel=1e-10)
+    assert steps[0] == 1.0 and steps[1] < 1.0
