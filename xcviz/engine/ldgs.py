@@ -259,8 +259,9 @@ def _blocks_loss(zb, lam, pos, loss, mu, g, grad, extra):
 @njit(cache=True, nogil=True)
 def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
     """Algorithm 2's loop on one sample: T = steps greedy message-passing steps from lam (c x B,
-    updated in place). trace[t] = G(Lambda) after t steps (trace[0]: before). Returns |A| of the
-    last step (classes with a block gradient above tau2)."""
+    updated in place). When trace has steps + 1 entries, trace[t] = G(Lambda) after t steps
+    (trace[0]: before); an empty trace skips those evaluations. Returns |A| of the last step
+    (classes with a block gradient above tau2)."""
     c, B = zb.shape
     zt = np.zeros(c)
     for k in range(c):
@@ -271,7 +272,9 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
     extra = np.empty(1)
     x = np.empty(c)
     active = np.zeros(c, np.bool_)
-    trace[0] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+    tracing = trace.shape[0] == steps + 1
+    if tracing:
+        trace[0] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
     n_active = 0
     for t in range(1, steps + 1):
         active[:] = False
@@ -289,7 +292,8 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
                 n_active += 1
                 for j in range(B):
                     lam[k, j] = eta * (zt[k] / B - zb[k, j]) + (1.0 - eta) * lam[k, j]
-        trace[t] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+        if tracing:
+            trace[t] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
     return n_active
 
 
@@ -313,8 +317,7 @@ def estimate(Z, is_pos, count, steps, tau2, loss, mu, coef, value, n_active):
             n_active[i] = m
         else:
             lam = np.zeros((c, B))
-            trace = np.empty(steps + 1)
-            n_active[i] = greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace)
+            n_active[i] = greedy_messages(zb, pos, steps, tau2, loss, mu, lam, np.empty(0))
             total = np.empty(c)
             value[i] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
             g[:] = total

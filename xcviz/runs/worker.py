@@ -89,8 +89,8 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
         stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y))
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"
-    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error")
-               if k in model.info}
+    summary = {k: model.info[k] for k in ("train_seconds", "epoch_seconds", "oracle_recall", "margin_error",
+                                          "objective", "search_recall", "gradient_cosine") if k in model.info}
     summary["model_nnz"] = model.nnz
     if status == "done" and test is not None:
         summary.update(evaluate(model, test, train, threads=spec.threads))

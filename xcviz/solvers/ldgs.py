@@ -10,8 +10,10 @@ mips and decomp, the training estimator's gradient error and cosine, its loss er
 sum |S_j|, and the certificate share (see engine/ldgs.py and solvers/ldgs_search.py).
 
 Mini-batch semantics: a batch's gradients are estimated in parallel with W (and V) as they were
-at the batch start, then applied in a fixed order: W[k] -= eta/|b| sum_i g_ik phi_i, summed in
-batch order within each class, so the model does not depend on the thread count. The search
+at the batch start, then applied in a fixed order: W[k] -= eta sum_i g_ik phi_i (the batch's
+gradients summed, as MEMOIR's listing does), summed in batch order within each class, so the model
+does not depend on the thread count. W starts at the class means of phi, so the first scores
+already rank the classes and the searches have structure to find (no sampling warm-up needed). The search
 indexes re-index the rows a batch changed every `reindex_every` batches.
 """
 from __future__ import annotations
@@ -327,7 +329,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 t0 = time.perf_counter()
                 scatter(est.U, est.coef, est.count, dense, touched)
                 classes = np.flatnonzero(touched)
-                scale = eta / rows.size
+                scale = eta
                 if p.embedding == "learned":
                     dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
                 step_classes(W, classes, dense, phi, scale)

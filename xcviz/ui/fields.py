@@ -30,6 +30,19 @@ FIELDS: dict[str, Field] = {
     "query_seconds": Field("oracle query seconds", True),
     "update_seconds": Field("update seconds", True),
     "accuracy": Field("accuracy", False),
+    # LDGS (per record window, on a fixed diagnostic sample against exact scores)
+    "p_at_1": Field("P@1 (sample)", False),
+    "p_at_5": Field("P@5 (sample)", False),
+    "search_recall_mips": Field("mips search recall", False),
+    "search_recall_decomp": Field("decomp search recall", False),
+    "gradient_error": Field("gradient relative l2 error", True),
+    "gradient_cosine": Field("gradient cosine vs exact", False),
+    "loss_error": Field("loss approximation error", True),
+    "active_set": Field("|A| per sample", True),
+    "retrieved": Field("sum |S_j| per sample", True),
+    "certified_decomp": Field("decomp certificate share", False),
+    "rescore_seconds": Field("rescoring seconds", True),
+    "message_seconds": Field("message-passing seconds", True),
 }
 # a field that a more telling derived field replaces when both are there
 REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction"}
