@@ -23,7 +23,7 @@ class _Block:
         self.lo, self.hi, self.seed = lo, hi, seed
         K = W.shape[0]
         self.ids = np.arange(K, dtype=np.int64)
-        self.unit = np.ascontiguousarray(W[:, lo:hi])
+        self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
         unit_rows(self.unit)
         start = np.random.default_rng(seed).choice(K, n_clusters, replace=False)
         self.centroids = self.unit[np.sort(start)].copy()
@@ -38,7 +38,7 @@ class _Block:
         self.members = members(self.assign, self.centroids.shape[0])
 
     def update(self, W: np.ndarray, classes: np.ndarray) -> None:
-        fresh = np.ascontiguousarray(W[classes, self.lo:self.hi])
+        fresh = np.array(W[classes, self.lo:self.hi], order="C")
         unit_rows(fresh)
         moved_to = nearest_centroid(fresh, classes, self.centroids)
         move_members(self.unit[classes], fresh, classes, self.assign[classes], moved_to, self.sums, self.sizes)

@@ -146,9 +146,11 @@ def _support_stats(grad: np.ndarray, est: Estimate, tau2: float) -> tuple[np.nda
             recall[i] = support[ids].sum() / support.sum()
         gg = float(g @ g)
         if gg > 0.0:
-            dot = float(e @ g[ids])
+            inside = g[ids]
+            dot = float(e @ inside)
             ee = float(e @ e)
-            error[i] = np.sqrt(max(gg - 2.0 * dot + ee, 0.0) / gg)
+            outside = max(gg - float(inside @ inside), 0.0)  # the exact gradient's mass U misses
+            error[i] = np.sqrt((float(((e - inside) ** 2).sum()) + outside) / gg)
             cosine[i] = dot / np.sqrt(gg * ee) if ee > 0.0 else 0.0
     return recall, error, cosine
 
@@ -274,7 +276,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         batch = min(n, p.batch_size)
         per_epoch = -(-n // batch)
         total = per_epoch * p.epochs
-        window = max(1, per_epoch // p.records_per_epoch)
+        window = -(-per_epoch // p.records_per_epoch)
         values = param_dict(p)
         if recorder is not None:
             recorder.begin({"run": run, "solver": "ldgs", "params": values, "threads": n_threads, "n": n,
@@ -355,7 +357,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 step += 1
                 if progress is not None:
                     progress(step, total)
-                if recorder is not None and (step % window == 0 or start + batch >= n):
+                position = start // batch + 1
+                if recorder is not None and (position % window == 0 or position == per_epoch):
                     record(step, eta)
             if cancelled:
                 break
