@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ldgs_bench import bench_ldgs
+from ldgs_bench import render as render_ldgs
 from memoir import bench_memoir
 from memoir import render as render_memoir
 from xcviz import metrics
@@ -232,8 +234,14 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
 
 
 def _replace_section(out: Path, name: str) -> None:
-    """Rerun one section (MEMOIR, or the dashboard's, which ends the file) and put it in place."""
+    """Rerun one section (LDGS, MEMOIR, or the dashboard's, which ends the file) and put it in place."""
     old = out.read_text()
+    if name == "ldgs":  # placed before MEMOIR's section
+        lines = render_ldgs(bench_ldgs())
+        marker = lines[0] if lines[0] in old else "## MEMOIR: margin oracles"
+        start, end = old.index(marker), old.index("## MEMOIR: margin oracles")
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "memoir":
         lines = render_memoir(bench_memoir())
         start, end = old.index(lines[0]), old.index("## Dashboard responsiveness")
@@ -247,7 +255,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dashboard"],
+    parser.add_argument("--only", choices=["ldgs", "memoir", "dashboard"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -255,6 +263,8 @@ def main() -> None:
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir())
+    print("benchmarking LDGS gradient estimators ...", file=sys.stderr)
+    ldgs_lines = render_ldgs(bench_ldgs())
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)
@@ -263,7 +273,8 @@ def main() -> None:
     recording = bench_recording("delicious", args.repeats)
     memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
     gen = bench_generator(3)
-    text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(memoir_lines) + "\n"
+    text = (render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(ldgs_lines) + "\n"
+            + "\n".join(memoir_lines) + "\n")
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)
