@@ -107,7 +107,8 @@ def render(results: dict) -> list[str]:
                   "decomp certified | sum S_j |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for g, r in rows.items():
-            lines.append(f"| {g} | {r['epoch_seconds']:.2f} | {r['quality']:.2f} | {_at_time(r['curve'], budget):.2f} | "
+            at_time = _at_time(r["curve"], budget)
+            lines.append(f"| {g} | {r['epoch_seconds']:.2f} | {r['quality']:.2f} | {at_time:.2f} | "
                          f"{r['search_recall']:.3f} | {r['gradient_cosine']:.3f} | {r['search_recall_mips']:.3f} | "
                          f"{r['search_recall_decomp']:.3f} | {r['certified_decomp']:.2f} | {r['retrieved']:.0f} |")
         lines.append("")

@@ -75,7 +75,10 @@ class EmbeddingModel:
         scores = np.empty((phi.shape[0], k))
         for start in range(0, phi.shape[0], SCORE_CHUNK):
             s = phi[start:start + SCORE_CHUNK] @ self.W.T
-            top = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < s.shape[1] else np.tile(np.arange(k), (s.shape[0], 1))
+            if k < s.shape[1]:
+                top = np.argpartition(-s, k - 1, axis=1)[:, :k]
+            else:
+                top = np.tile(np.arange(k), (s.shape[0], 1))
             top_s = np.take_along_axis(s, top, axis=1)
             order = np.lexsort((top, -top_s), axis=1)
             labels[start:start + s.shape[0]] = np.take_along_axis(top, order, axis=1)

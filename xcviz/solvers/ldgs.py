@@ -72,9 +72,11 @@ class LdgsParams(param.Parameterized):
         "Threshold of the active set A and of a gradient's support (recall, certificate)."))
     retrieve = param.Integer(default=0, bounds=(0, 10**8), doc=(
         "Q, classes kept per index query; 0 = max(sqrt K, K/100)."))
-    clusters = param.Integer(default=100, bounds=(1, 10**6), doc="Spherical k-means clusters per index (the paper's 100).")
-    probes = param.Integer(default=5, bounds=(1, 10**6), doc=(
-        "Clusters probed per query; their members are scored on the index's coordinates, the best Q kept."))
+    clusters = param.Integer(default=100, bounds=(1, 10**6), doc=(
+        "Spherical k-means clusters per index (the paper's 100)."))
+    probes = param.Integer(default=0, bounds=(0, 10**6), doc=(
+        "Clusters probed per query; their members are scored on the index's coordinates, the best Q kept. "
+        "0 = enough clusters to hold about 5 Q classes, ceil(5 Q clusters / K) (5 for K = 50,000)."))
     kmeans_iter = param.Integer(default=5, bounds=(1, 1000), doc="Lloyd iterations when an index is built.")
     sampled = param.Integer(default=0, bounds=(0, 10**8), doc="sampled: negatives drawn per sample; 0 = K/100.")
     reindex_every = param.Integer(default=10, bounds=(1, 10**6), doc=(
@@ -258,8 +260,9 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         q = min(q, K)
         common = dict(loss=loss, mu=mu, q=q, steps=p.steps, tau2=p.tau2, sample=min(K, p.sampled or max(1, K // 100)),
                       seed=p.seed)
-        indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, p.probes, p.kmeans_iter, p.seed),
-                   "decomp": BlockSphericalIndex(W, block_bounds(h, B), p.clusters, p.probes, p.kmeans_iter, p.seed)}
+        probes = p.probes or int(np.ceil(5 * q * min(p.clusters, K) / K))
+        indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
+                   "decomp": BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed)}
         estimators = {kind: Estimator(kind, W, index=indexes.get(kind), **common) for kind in ESTIMATORS}
         estimator = estimators[p.gradient]
         dirty = {kind: np.zeros(K, np.bool_) for kind in indexes}
@@ -280,8 +283,9 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         values = param_dict(p)
         if recorder is not None:
             recorder.begin({"run": run, "solver": "ldgs", "params": values, "threads": n_threads, "n": n,
-                            "n_features": D, "n_labels": K, "embedding_dim": h, "blocks": B, "retrieve": q, "mu": mu,
-                            "multilabel": multilabel, "iter_fields": list(ITER_FIELDS), "label_fields": []})
+                            "n_features": D, "n_labels": K, "embedding_dim": h, "blocks": B, "retrieve": q,
+                            "probes": probes, "mu": mu, "multilabel": multilabel, "iter_fields": list(ITER_FIELDS),
+                            "label_fields": []})
         clock = dict.fromkeys(CLOCK, 0.0)
         dense = np.zeros((batch, K))
         touched = np.zeros(K, np.bool_)

@@ -76,7 +76,8 @@ class Estimator:
             S, cut, probed = self.index.search(phi, self.q)
             if with_certificate:
                 for j in range(B):
-                    upper += self.index.upper_bound(phi, j, np.ascontiguousarray(probed[:, j]), np.ascontiguousarray(cut[:, j]))
+                    upper += self.index.upper_bound(phi, j, np.ascontiguousarray(probed[:, j]),
+                                                    np.ascontiguousarray(cut[:, j]))
             flat = S.reshape(n, -1)
             keep = flat >= 0
             retrieved = keep.sum(axis=1)
