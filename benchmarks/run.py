@@ -24,6 +24,8 @@ import numpy as np
 
 from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
+from ldgs_bench import bench_ldgs
+from ldgs_bench import render as render_ldgs
 from memoir import bench_memoir
 from memoir import render as render_memoir
 from peers import bench_peers
@@ -240,13 +242,19 @@ def _load() -> str:
 
 
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
-    """Rerun one section (DiSMEC++ side by side, MEMOIR, or the dashboard's, which ends the file) and put
-    it in place."""
+    """Rerun one section (DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR, Dask, or the dashboard's, which
+    ends the file) and put it in place."""
     old = out.read_text()
     if name == "dismecpp":
         lines = render_peers(bench_peers(repeats), repeats, _load())
         start = old.find(lines[0])
         start, end = (start, old.index("\n## ", start + 1) + 1) if start >= 0 else (old.index("## MEMOIR"),) * 2
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
+    if name == "ldgs":  # placed before MEMOIR's section
+        lines = render_ldgs(bench_ldgs())
+        marker = lines[0] if lines[0] in old else "## MEMOIR: margin oracles"
+        start, end = old.index(marker), old.index("## MEMOIR: margin oracles")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "memoir":
@@ -271,7 +279,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["memoir", "dsmlr", "dashboard", "dask", "dismecpp"],
+    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -281,6 +289,8 @@ def main() -> None:
     memoir_lines = render_memoir(bench_memoir())
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
+    print("benchmarking LDGS gradient estimators ...", file=sys.stderr)
+    ldgs_lines = render_ldgs(bench_ldgs())
     results = {}
     for name in ("bibtex", "delicious"):
         print(f"benchmarking {name} ...", file=sys.stderr)
@@ -292,7 +302,7 @@ def main() -> None:
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
     text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(peer_lines) + "\n"
-    text += "\n".join(memoir_lines) + "\n"
+    text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section()) + "\n"  # benchmarks/dask_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)

@@ -59,7 +59,8 @@ def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
     for its propensities), in percent; for a multi-class test split also accuracy and macro-F1.
     A multiclass model meets multi-label test rows replicated once per label, as it was trained."""
-    if get_solver(model.solver).multiclass and not test.is_multiclass:
+    family = get_solver(model.solver)
+    if family.multiclass and not family.multilabel and not test.is_multiclass:
         X, y = replicate_multiclass(test.X, test.Y)
         test = Dataset(X=X, Y=sp.csr_matrix((np.ones(y.size), y, np.arange(y.size + 1)), shape=(y.size, test.n_labels)),
                        name=test.name)

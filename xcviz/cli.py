@@ -86,7 +86,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.textio import write_xc
 
     ds = generate(args.n, args.d, args.labels, avg_labels=args.avg_labels, avg_nnz=args.avg_nnz,
-                  zipf=args.zipf, multiclass=args.multiclass, seed=args.seed, name=Path(args.prefix).name)
+                  zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
+                  name=Path(args.prefix).name)
     train, test = split(ds, args.test_fraction, seed=args.seed)
     for part, suffix in ((train, "train"), (test, "test")):
         path = f"{args.prefix}_{suffix}.txt"
@@ -115,7 +116,8 @@ def _solver_params(args: argparse.Namespace) -> dict:
     params = _parse_sets(args.set)
     check_param_types(args.solver, params)
     chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
-              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs, "mode": args.mode}
+              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs, "mode": args.mode,
+              "gradient": args.gradient, "embedding": args.embedding}
     params.update({k: v for k, v in chosen.items() if v is not None})
     if args.no_normalize:
         params["normalize"] = False
@@ -188,9 +190,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import evaluate
     from .data.registry import BUNDLED, load, load_files
-    from .models import SparseModel
+    from .embedding_model import load_model
 
-    model = SparseModel.load(args.model)
+    model = load_model(args.model)
     if args.dataset in BUNDLED and not Path(args.dataset).exists():
         train_ds, test_ds = load(args.dataset)
     else:
@@ -331,16 +333,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
     p.add_argument("--test", help="test file for a training file given by path")
-    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir | dsmlr")
+    p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir | ldgs | dsmlr")
     p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
-    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge")
+    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge; "
+                                  "ldgs: smoothed_margin (default) | ce")
     p.add_argument("--C", type=float, help="loss weight (default 1)")
     p.add_argument("--eps", type=float, help="stopping tolerance (default: the solver's)")
     p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's)")
     p.add_argument("--variant", help="memoir: l2 (Algorithm 1, default) | l1 (Algorithm 2)")
     p.add_argument("--oracle", help="memoir: exact (default) | random | simplelsh | hnsw | spherical")
-    p.add_argument("--epochs", type=int, help="memoir: passes over the data (default 5); dsmlr: outer iterations (20)")
+    p.add_argument("--epochs", type=int, help="memoir, ldgs: passes over the data (default 5); dsmlr: outer "
+                                               "iterations (20)")
     p.add_argument("--mode", help="dsmlr: sync (default) | async | lbfgs | lc")
+    p.add_argument("--gradient", help="ldgs: exact | sampled | mips | decomp (default)")
+    p.add_argument("--embedding", help="ldgs: svd (default) | learned")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--cluster", help="train label blocks on Dask: local:N (N worker processes) or local:NxT "
@@ -368,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--avg-labels", type=float, default=5.0, help="average labels per instance (default 5)")
     p.add_argument("--avg-nnz", type=float, default=75.0, help="average non-zeros per row (default 75)")
     p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of label frequencies (default 1)")
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="share of signature terms drawn from a confusable neighbour label (default 0: nearly separable)")
     p.add_argument("--test-fraction", type=float, default=0.3, help="share of rows in the test file (default 0.3)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_generate)

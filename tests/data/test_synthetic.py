@@ -108,3 +108,21 @@ def test_split_partitions_rows():
     assert (again.X != train.X).nnz == 0
     with pytest.raises(ValueError):
         split(ds, 1.5)
+
+
+def _nearest_mean_accuracy(ds):
+    """Training accuracy of the nearest class mean (cosine): how separable the classes are."""
+    y = ds.Y.indices
+    means = sp.csr_matrix((np.ones(y.size), (y, np.arange(y.size))), shape=(ds.n_labels, y.size)) @ ds.X
+    return np.mean(np.asarray((ds.X @ means.T).argmax(axis=1)).ravel() == y)
+
+
+def test_the_noise_knob_makes_multiclass_classes_confusable():
+    base = generate(3000, 2000, 100, multiclass=True, seed=5)
+    same = generate(3000, 2000, 100, multiclass=True, noise=0.0, seed=5)
+    assert (base.X != same.X).nnz == 0 and (base.Y != same.Y).nnz == 0  # noise 0 keeps the old stream
+    accuracy = [_nearest_mean_accuracy(generate(3000, 2000, 100, multiclass=True, noise=v, seed=5))
+                for v in (0.0, 0.5, 0.8)]
+    assert accuracy[0] > 0.5 and accuracy[0] > accuracy[1] + 0.2 > accuracy[2] + 0.2
+    with pytest.raises(ValueError):
+        generate(10, 10, 5, multiclass=True, noise=1.0)

@@ -2,7 +2,11 @@
 
 Labels follow a Zipf law (label 0 is the head label). Each label owns a small random signature
 of features; about half of a row's term draws come from its labels' signatures, the rest from a
-Zipf-like background vocabulary, so a linear model can learn the labels. Everything is vectorised
+Zipf-like background vocabulary, so a linear model can learn the labels. The `noise` knob makes
+classes confusable (without it a multiclass problem is almost linearly separable): each signature
+draw comes, with probability `noise`, from the signature of one of the label's CONFUSERS
+neighbouring labels (l+1 .. l+CONFUSERS mod L) instead, so the right class competes with a few
+wrong ones whose scores are close, as in face identities or fine-grained tags. Everything is vectorised
 numpy and memory stays O(nnz + labels * signature size), so Amazon-670K-sized problems take seconds.
 """
 from typing import Callable
@@ -14,6 +18,7 @@ from xcviz.data.dataset import Dataset
 
 _SIGNATURE_SIZES = (10, 20)
 _PATIENCE = 16
+CONFUSERS = 3
 
 
 def _contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -68,7 +73,7 @@ def _labels(rng: np.random.Generator, n: int, n_labels: int, avg_labels: float, 
     return sp.csr_matrix((np.ones(keys.size), keys % n_labels, indptr), shape=(n, n_labels))
 
 
-def _features(rng: np.random.Generator, Y: sp.csr_matrix, d: int, avg_nnz: float) -> sp.csr_matrix:
+def _features(rng: np.random.Generator, Y: sp.csr_matrix, d: int, avg_nnz: float, noise: float = 0.0) -> sp.csr_matrix:
     """X with Poisson(avg_nnz) distinct terms per row; half the draws come from label signatures.
 
     A repeated draw raises that term's count tf and is replaced by a background term, so nnz per
@@ -91,6 +96,9 @@ def _features(rng: np.random.Generator, Y: sp.csr_matrix, d: int, avg_nnz: float
     rows = np.repeat(np.arange(n, dtype=np.int64), from_signatures)
     labels_per_row = np.diff(Y.indptr)
     label = Y.indices[Y.indptr[rows] + (rng.random(rows.size) * labels_per_row[rows]).astype(np.int64)]
+    if noise > 0.0:
+        confused = rng.random(label.size) < noise
+        label[confused] = (label[confused] + rng.integers(1, CONFUSERS + 1, confused.sum())) % n_labels
     slot = (rng.random(rows.size) * sizes[label]).astype(np.int64)
     signature_keys = rows * d + signatures[starts[label] + slot]
     rows = np.repeat(np.arange(n, dtype=np.int64), terms - from_signatures)
@@ -116,22 +124,27 @@ def generate(
     avg_nnz: float = 75.0,
     zipf: float = 1.0,
     multiclass: bool = False,
+    noise: float = 0.0,
     seed: int = 0,
     name: str = "synthetic",
 ) -> Dataset:
     """A reproducible n x d problem with `labels` Zipf-distributed labels and tf-idf-like rows.
 
-    `multiclass=True` gives exactly one label per row (avg_labels is then ignored).
+    `multiclass=True` gives exactly one label per row (avg_labels is then ignored). `noise` in
+    [0, 1): the share of signature draws taken from a confuser label's signature (module docstring);
+    0 keeps the stream of earlier versions, so the same seed gives the same problem.
     """
     if min(n, d, labels) < 1:
         raise ValueError("n, d and labels must be positive")
     if not multiclass and avg_labels < 1:
         raise ValueError("avg_labels must be at least 1")
+    if not 0.0 <= noise < 1.0:
+        raise ValueError(f"noise must be in [0, 1), got {noise}")
     if avg_nnz <= 0 or zipf < 0:
         raise ValueError("avg_nnz must be positive and zipf non-negative")
     rng = np.random.default_rng(seed)
     Y = _labels(rng, n, labels, 1.0 if multiclass else avg_labels, zipf)
-    X = _features(rng, Y, d, avg_nnz)
+    X = _features(rng, Y, d, avg_nnz, noise)
     return Dataset(X, Y, name=name)
 
 

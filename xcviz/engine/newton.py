@@ -144,6 +144,22 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
 
 
 @njit(cache=True, nogil=True)
+def _preconditioner(indptr, indices, data, act, nact, hcoef, reg_bias, bias_index, M):
+    """The diagonal preconditioner of CG for a caller whose gradient comes from elsewhere (DS-MLR's
+    per-class Newton); the one-vs-all loop builds it inside `_gradient`'s pass instead."""
+    for j in range(M.shape[0]):
+        M[j] = 1.0
+    if bias_index >= 0 and not reg_bias:
+        M[bias_index] = 0.0
+    for a in range(nact):
+        i = act[a]
+        for k in range(indptr[i], indptr[i + 1]):
+            M[indices[k]] += hcoef[a] * data[k] * data[k]
+    for j in range(M.shape[0]):
+        M[j] = (1.0 - _ALPHA_PCG) + _ALPHA_PCG * M[j]
+
+
+@njit(cache=True, nogil=True)
 def _hess_vec(indptr, indices, data, act, nact, hcoef, d, reg_bias, bias_index, hd):
     """hd = H d, summing over the active set only."""
     for j in range(d.shape[0]):

@@ -8,9 +8,9 @@ import resource
 
 from .cluster import CLUSTER_KEYS
 
-MAIN_PARAMS = ("init", "loss", "variant", "oracle", "epochs", "mode")
+MAIN_PARAMS = ("init", "loss", "variant", "oracle", "epochs", "mode", "gradient", "embedding")
 MULTICLASS_INFO = ("epoch_seconds", "oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10", "margin_error",
-                   "objective")
+                   "objective", "search_recall", "gradient_cosine")
 
 
 def model_summary(model, n_train: int, n_test: int | None = None) -> dict:

@@ -9,6 +9,7 @@ import param
 
 from .dismec import DismecParams, fit_dismec
 from .dsmlr import DsmlrParams, fit_dsmlr
+from .ldgs import LdgsParams, fit_ldgs
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict
 from .ppdsparse import PPDSparseParams, fit_ppdsparse
@@ -18,13 +19,15 @@ from .ppdsparse import PPDSparseParams, fit_ppdsparse
 class Solver:
     """A solver family: its parameter class, its fit function, and `compare`, the parameter whose
     values the dashboard's Compare runs side by side (one run per selected value). A multiclass
-    solver trains all classes at once (no per-label blocks to resume from)."""
+    solver trains all classes at once (no per-label blocks to resume from); a multilabel one among
+    them trains multi-label rows as they are (positive sets) and is evaluated on them unreplicated."""
 
     name: str
     params: type[param.Parameterized]
     fit: Callable
     compare: str
     multiclass: bool = False
+    multilabel: bool = False
 
     @property
     def distributes(self) -> bool:
@@ -38,7 +41,9 @@ __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
                                "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
                                "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True),
-                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True)}
+                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True),
+                               "ldgs": Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", multiclass=True,
+                                              multilabel=True)}
 
 
 def get_solver(name: str) -> Solver:

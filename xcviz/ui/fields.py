@@ -48,6 +48,18 @@ FIELDS: dict[str, Field] = {
     "compute_seconds": Field("compute seconds per worker", False),
     "idle_seconds": Field("idle seconds per worker", False),
     "queue_length": Field("longest queue per worker", False),
+    # LDGS (per record window, on a fixed diagnostic sample against exact scores; its active_set is |A|)
+    "p_at_1": Field("P@1 (sample)", False, "share"),
+    "p_at_5": Field("P@5 (sample)", False, "share"),
+    "search_recall_mips": Field("mips search recall", False, "share"),
+    "search_recall_decomp": Field("decomp search recall", False, "share"),
+    "gradient_error": Field("gradient relative l2 error", True),
+    "gradient_cosine": Field("gradient cosine vs exact", False),
+    "loss_error": Field("loss approximation error", True),
+    "retrieved": Field("sum |S_j| per sample", True),
+    "certified_decomp": Field("decomp certificate share", False, "share"),
+    "rescore_seconds": Field("rescoring seconds", True),
+    "message_seconds": Field("message-passing seconds", True),
 }
 # a field that a more telling derived field replaces when both are there
 REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction"}

@@ -1,0 +1,135 @@
+"""LDGS benchmarks for `make bench` (`benchmarks/run.py --only ldgs`): the four gradient
+estimators on the same problems in the same run.
+
+Problems: the synthetic multiclass generator with K = 50,000 classes (noise 0.6, SVD embedding
+h = 128, decomp with B = 8) and Bibtex (multi-label, K = 159, B = 4). Every estimator trains the
+same epochs on one thread, after a small warm-up fit has compiled every kernel; records give the
+validation accuracy (or P@1) against training seconds, which gives the accuracy at equal wall
+time (decomp's total training time); the final model is evaluated on the whole test split.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+ESTIMATORS = ("exact", "sampled", "mips", "decomp")
+PROBLEMS = {
+    "synthetic K=50k": ({"n": 5_600, "d": 20_000, "labels": 50_000, "noise": 0.6, "zipf": 1.0}, 2),
+    "bibtex": ("bibtex", 3),
+}
+COMMON = {"records_per_epoch": 2, "sample_size": 100}
+THREADS = 1
+
+
+def _problem(name: str):
+    from xcviz.data import load
+    from xcviz.data.synthetic import generate, split
+
+    source, _ = PROBLEMS[name]
+    if isinstance(source, str):
+        return load(source)
+    return split(generate(**source, multiclass=True, seed=0), 2 / 7, seed=0)
+
+
+def _warm_up() -> None:
+    from xcviz.data.synthetic import generate
+    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+
+    ds = generate(400, 300, 50, multiclass=True, seed=1)
+    for gradient in ESTIMATORS:
+        for loss in ("smoothed_margin", "ce"):
+            fit_ldgs(ds.X, ds.Y, LdgsParams(gradient=gradient, loss=loss, epochs=1, dim=16), threads=THREADS)
+
+
+def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
+    """{problem: {estimator: row}} with seconds per epoch, final test quality and the curve."""
+    from xcviz.api import evaluate
+    from xcviz.runs.sinks import MemorySink
+    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+
+    _warm_up()
+    out = {}
+    for name in names:
+        epochs = PROBLEMS[name][1]
+        train, test = _problem(name)
+        rows = {}
+        for gradient in ESTIMATORS:
+            sink = MemorySink()
+            t0 = time.monotonic()
+            model = fit_ldgs(train.X, train.Y, LdgsParams(gradient=gradient, epochs=epochs, **COMMON),
+                             threads=THREADS, recorder=sink, validation=(test.X, test.Y))
+            wall = time.monotonic() - t0
+            scores = evaluate(model, test, train, threads=THREADS)
+            rec = sink.iterations
+            quality = "accuracy" if "accuracy" in scores else "p@1"
+            column = "accuracy" if quality == "accuracy" else "p_at_1"
+            rows[gradient] = {"epoch_seconds": model.info["epoch_seconds"], "quality": scores[quality],
+                              "metric": quality, "wall": wall, "curve": rec[["wall", column]].to_numpy(),
+                              **{k: float(rec[k].iloc[-1]) for k in ("search_recall", "gradient_cosine",
+                                                                     "search_recall_mips", "search_recall_decomp",
+                                                                     "certified_decomp", "active_set", "retrieved")}}
+            print(name, gradient, {k: v for k, v in rows[gradient].items() if k != "curve"}, flush=True)
+        out[name] = {"rows": rows, "n_train": train.n, "n_test": test.n, "K": train.n_labels, "epochs": epochs}
+    return out
+
+
+def main() -> None:
+    """`python ldgs_bench.py PROBLEM OUT.pkl`: one problem's results, pickled (to run problems side by side)."""
+    import pickle
+    import sys
+
+    name, out = sys.argv[1], sys.argv[2]
+    with open(out, "wb") as f:
+        pickle.dump(bench_ldgs((name,)), f)
+
+
+def _at_time(curve: np.ndarray, seconds: float) -> float:
+    """The sampled validation quality of the last record within `seconds` of training."""
+    inside = curve[curve[:, 0] <= seconds + 1e-9]
+    return float(inside[-1, 1]) * 100 if inside.size else float("nan")
+
+
+def render(results: dict) -> list[str]:
+    lines = ["## LDGS: gradient estimators", "",
+             "Every estimator of `xcviz train --solver ldgs` on the same problem in the same run, one thread "
+             "(the machine was shared with other jobs: ratios within a problem are what to read). Quality is test "
+             "accuracy (multiclass) or P@1 (multi-label) in percent on the whole test split after the same epochs; "
+             "'at decomp's time' is the validation-sample quality of the last record within decomp's total "
+             "training time. Recall and cosine are the last record's, on the fixed diagnostic sample.", ""]
+    checks = []
+    for name, res in results.items():
+        rows = res["rows"]
+        budget = rows["decomp"]["curve"][-1, 0]
+        lines += [f"### {name} (n_train {res['n_train']:,}, K {res['K']:,}, {res['epochs']} epochs)", "",
+                  f"| gradient | s / epoch | {rows['exact']['metric']} (equal epochs) | {rows['exact']['metric']} "
+                  "at decomp's time (sample) | search recall | gradient cosine | mips recall | decomp recall | "
+                  "decomp certified | sum S_j |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for g, r in rows.items():
+            at_time = _at_time(r["curve"], budget)
+            lines.append(f"| {g} | {r['epoch_seconds']:.2f} | {r['quality']:.2f} | {at_time:.2f} | "
+                         f"{r['search_recall']:.3f} | {r['gradient_cosine']:.3f} | {r['search_recall_mips']:.3f} | "
+                         f"{r['search_recall_decomp']:.3f} | {r['certified_decomp']:.2f} | {r['retrieved']:.0f} |")
+        lines.append("")
+        speed = rows["exact"]["epoch_seconds"] / rows["decomp"]["epoch_seconds"]
+        gap = rows["exact"]["quality"] - rows["decomp"]["quality"]
+        mips_short = rows["exact"]["quality"] - rows["mips"]["quality"]
+        lead = rows["decomp"]["quality"] - rows["mips"]["quality"]
+        sampled_t = _at_time(rows["sampled"]["curve"], budget)
+        decomp_t = _at_time(rows["decomp"]["curve"], budget)
+        checks += [
+            f"- {name}: decomp {speed:.1f}x faster per epoch than exact (target >= 10x): "
+            f"{'met' if speed >= 10 else 'missed'}.",
+            f"- {name}: decomp within {abs(gap):.2f} points of exact after equal epochs (target <= 1): "
+            f"{'met' if gap <= 1 else 'missed'}.",
+            f"- {name}: mips {mips_short:.2f} points below exact; decomp {lead:+.2f} points over mips (target >= 2 "
+            f"when mips falls short): " + ("not applicable (mips does not fall short by 1 point)" if mips_short < 1
+                                           else "met" if lead >= 2 else "missed") + ".",
+            f"- {name}: at decomp's training time sampled {sampled_t:.2f} vs decomp {decomp_t:.2f} (target: "
+            f"sampled below): {'met' if sampled_t < decomp_t else 'missed'}."]
+    return lines + ["### Targets", ""] + checks + [""]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""LDGS kernels against brute force and the paper's theorems: the bi-simplex projection (scipy QP
+and KKT), the losses' gradients (finite differences), Theorem 1 (identity and Jensen, as
+properties) and Theorem 2 (the message-passing gap decreases and stays under its bound)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import Bounds, LinearConstraint, minimize
+
+from xcviz.engine.ldgs import CE, MARGIN, bisimplex_thresholds, greedy_messages, loss_grad
+
+
+def _loss(z, pos, loss, mu=1.0):
+    g = np.empty(z.size)
+    value = loss_grad(np.asarray(z, float), np.asarray(pos, np.bool_), loss, mu, g, np.empty(1))
+    return value, g
+
+
+def _brute_projection(v, pos):
+    """min ||a - v||^2 on the bi-simplex, by scipy's trust-region constrained solver."""
+    rows = np.vstack([np.ones(v.size), np.where(pos, 0.0, 1.0)])  # sum a = 0, 0 <= sum_N a <= 1
+    res = minimize(lambda a: ((a - v) ** 2).sum(), np.zeros(v.size), jac=lambda a: 2 * (a - v),
+                   hess=lambda a: 2 * np.eye(v.size), method="trust-constr",
+                   constraints=[LinearConstraint(rows, [0.0, 0.0], [0.0, 1.0])],
+                   bounds=Bounds(np.where(pos, -np.inf, 0.0), np.where(pos, 0.0, np.inf)),
+                   options={"gtol": 1e-12, "xtol": 1e-12, "maxiter": 5000})
+    return res.x
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bisimplex_projection_matches_a_qp_solver_and_its_kkt_conditions(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(3, 12))
+    pos = np.zeros(m, bool)
+    pos[rng.choice(m, int(rng.integers(1, 4)), replace=False)] = True
+    scale = [0.2, 1.0, 4.0][seed % 3]  # small: the shared-total case; large: the total capped at 1
+    v = rng.normal(0, scale, m)
+    tn, tp = bisimplex_thresholds(v[~pos], v[pos])
+    alpha = np.where(pos, np.minimum(v - tp, 0.0), np.maximum(v - tn, 0.0)) if np.isfinite(tn) else np.zeros(m)
+    brute = _brute_projection(v, pos)  # an interior-point answer: close, and never better than the exact one
+    np.testing.assert_allclose(alpha, brute, atol=1e-4)
+    assert ((alpha - v) ** 2).sum() <= ((brute - v) ** 2).sum() + 1e-10
+    s = alpha[~pos].sum()
+    assert s == pytest.approx(-alpha[pos].sum(), abs=1e-12) and -1e-12 <= s <= 1 + 1e-12
+    if not np.isfinite(tn):  # alpha = 0 is optimal exactly when no negative beats a positive
+        assert v[~pos].max() <= v[pos].min()
+    elif s < 1 - 1e-9:  # interior total: one shared threshold
+        assert tn == pytest.approx(tp)
+    else:  # total capped at 1: raising it would still pay (the multiplier tn - tp >= 0)
+        assert tn - tp >= -1e-12
+
+
+def test_the_margin_gradient_is_the_projection_of_the_shifted_scores():
+    rng = np.random.default_rng(3)
+    z = rng.normal(0, 1, 9)
+    pos = np.zeros(9, bool)
+    pos[[1, 4]] = True
+    for mu in (1.0, 5.0):
+        _, g = _loss(z, pos, MARGIN, mu)
+        np.testing.assert_allclose(g, _brute_projection(np.where(pos, z, z + 1) / mu, pos), atol=1e-4)
+
+
+@pytest.mark.parametrize("loss,mu", [(CE, 1.0), (MARGIN, 1.0), (MARGIN, 5.0)])
+def test_loss_gradients_match_finite_differences(loss, mu):
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        z = rng.normal(0, 2, 15)
+        pos = np.zeros(15, bool)
+        pos[rng.choice(15, 2, replace=False)] = True
+        _, g = _loss(z, pos, loss, mu)
+        h = 1e-6
+        fd = np.array([(_loss(z + h * e, pos, loss, mu)[0] - _loss(z - h * e, pos, loss, mu)[0]) / (2 * h)
+                       for e in np.eye(15)])
+        np.testing.assert_allclose(g, fd, atol=1e-6)
+
+
+def test_smoothed_margin_is_within_mu_of_the_max_margin_loss():
+    """Nesterov smoothing: L(z) - mu/2 * max ||alpha||^2 <= L_mu(z) <= L(z), max ||alpha||^2 = 2 on C."""
+    rng = np.random.default_rng(2)
+    for mu in (0.5, 1.0, 5.0):
+        for _ in range(20):
+            z = rng.normal(0, 3, 10)
+            pos = np.zeros(10, bool)
+            pos[0] = True
+            hinge = max(0.0, z[~pos].max() - z[pos].min() + 1.0)
+            value, _ = _loss(z, pos, MARGIN, mu)
+            assert hinge - mu - 1e-12 <= value <= hinge + 1e-12
+
+
+scores = st.lists(st.floats(-3, 3), min_size=4 * 6, max_size=4 * 6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=scores, shifts=scores, loss=st.sampled_from([CE, MARGIN]), n_pos=st.integers(1, 2))
+def test_theorem_1_identity_and_jensen(parts, shifts, loss, n_pos):
+    """L(z) = (1/B) sum_j L(B (z_j + lambda*_j)) with lambda*_j = z/B - z_j, and <= the same
+    average for any lambda with sum_j lambda_j = 0."""
+    B, K = 4, 6
+    zb = np.array(parts).reshape(K, B)
+    z = zb.sum(axis=1)
+    pos = np.arange(K) < n_pos
+    star = z[:, None] / B - zb
+    lam = np.array(shifts).reshape(K, B)
+    lam -= lam.mean(axis=1, keepdims=True)
+    base = _loss(z, pos, loss)[0]
+    decomposed = np.mean([_loss(B * (zb[:, j] + star[:, j]), pos, loss)[0] for j in range(B)])
+    other = np.mean([_loss(B * (zb[:, j] + lam[:, j]), pos, loss)[0] for j in range(B)])
+    assert decomposed == pytest.approx(base, rel=1e-9, abs=1e-9)
+    assert other >= base - 1e-9 * max(1.0, abs(base))
+
+
+@pytest.mark.parametrize("loss,mu", [(CE, 1.0), (MARGIN, 1.0), (MARGIN, 5.0)])
+@pytest.mark.parametrize("tau2", [0.0, 1e-3])
+def test_theorem_2_gap_decreases_with_t_and_stays_under_the_bound(loss, mu, tau2):
+    rng = np.random.default_rng(4)
+    B, c, T = 8, 40, 30
+    zb = rng.normal(0, 0.5, (c, B))
+    pos = np.zeros(c, np.bool_)
+    pos[:2] = True
+    star = zb.sum(axis=1)[:, None] / B - zb
+    best = _loss(zb.sum(axis=1), pos, loss, mu)[0]  # G(Lambda*) = L(z), Theorem 1
+    trace = np.empty(T + 1)
+    greedy_messages(zb, pos, T, tau2, loss, mu, np.zeros((c, B)), trace)
+    gap = trace - best
+    assert np.all(gap >= -1e-9)
+    assert np.all(np.diff(gap) <= 1e-9) and gap[-1] < 0.05 * gap[0]
+    t = np.arange(1, T + 1)
+    bound = 2 * B * (star ** 2).sum() / (mu * (t + 2)) + 2 * tau2 * np.log(t) * np.abs(star).sum()
+    assert np.all(gap[1:] <= bound + 1e-9)
+
+
+def test_one_block_needs_no_messages():
+    """B = 1: the constraint forces lambda = 0, so message passing returns L(z) (decomp = mips)."""
+    rng = np.random.default_rng(5)
+    zb = rng.normal(0, 1, (12, 1))
+    pos = np.zeros(12, np.bool_)
+    pos[3] = True
+    lam = np.zeros((12, 1))
+    trace = np.empty(4)
+    greedy_messages(zb, pos, 3, 1e-3, MARGIN, 1.0, lam, trace)
+    assert np.all(lam == 0.0)
+    np.testing.assert_allclose(trace, _loss(zb[:, 0], pos, MARGIN)[0])

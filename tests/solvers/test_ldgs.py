@@ -1,0 +1,201 @@
+"""LDGS's estimators, embedding gradients, determinism, training, and runs through the CLI and the
+background worker."""
+import json
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xcviz.cli import main
+from xcviz.data.synthetic import generate, split
+from xcviz.embedding_model import EmbeddingModel, load_model
+from xcviz.engine.ldgs import CE, MARGIN, embedding_gradient, forward
+from xcviz.oracles.block_index import BlockSphericalIndex
+from xcviz.runs.launcher import launch, wait
+from xcviz.runs.spec import RunSpec
+from xcviz.runs.store import RunStore
+from xcviz.runs.sinks import MemorySink
+from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+from xcviz.solvers.ldgs_search import Estimator, block_bounds
+
+CI = bool(os.environ.get("CI"))
+
+
+def _problem(K=400, h=16, n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0, 1, (K, h))
+    phi = rng.normal(0, 1, (n, h))
+    pos_ptr = np.arange(n + 1, dtype=np.int64) * 2
+    pos_idx = np.sort(rng.choice(K, (n, 2)), axis=1).ravel().astype(np.int64)
+    pos_idx[1::2] = np.where(pos_idx[1::2] == pos_idx[::2], (pos_idx[::2] + 1) % K, pos_idx[1::2])
+    return W, phi, pos_ptr, pos_idx
+
+
+def _clock():
+    return dict.fromkeys(("query_seconds", "rescore_seconds", "message_seconds"), 0.0)
+
+
+def _dense(est, K):
+    out = np.zeros((est.U.shape[0], K))
+    for i in range(out.shape[0]):
+        out[i, est.U[i, :est.count[i]]] = est.coef[i, :est.count[i]]
+    return out
+
+
+def _estimator(kind, W, loss, q, index=None, steps=1):
+    return Estimator(kind, W, loss=loss, mu=1.0, q=q, steps=steps, tau2=1e-3, sample=4, index=index)
+
+
+@pytest.mark.parametrize("loss", [CE, MARGIN])
+def test_mips_retrieving_every_class_equals_exact_and_decomp_with_one_block_equals_mips(loss):
+    W, phi, ptr, idx = _problem()
+    K = W.shape[0]
+    exact = _estimator("exact", W, loss, K)(phi, ptr, idx, _clock())
+    full = BlockSphericalIndex(W, block_bounds(16, 1), clusters=10, probes=10, seed=1)
+    mips = _estimator("mips", W, loss, K, full)(phi, ptr, idx, _clock(), with_certificate=True)
+    np.testing.assert_allclose(_dense(mips, K), _dense(exact, K), atol=1e-12)
+    np.testing.assert_allclose(mips.value, exact.value, rtol=1e-12)
+    assert mips.certified.all()  # everything retrieved: nothing left to enter the gradient
+    one = BlockSphericalIndex(W, block_bounds(16, 1), clusters=20, probes=3, seed=2)
+    small_mips = _estimator("mips", W, loss, 30, one)(phi, ptr, idx, _clock())
+    small_decomp = _estimator("decomp", W, loss, 30, one, steps=3)(phi, ptr, idx, _clock())
+    np.testing.assert_array_equal(_dense(small_decomp, K), _dense(small_mips, K))
+
+
+@pytest.mark.parametrize("loss", [CE, MARGIN])
+def test_a_certified_sample_misses_nothing_of_the_exact_gradient(loss):
+    W, phi, ptr, idx = _problem(K=600, seed=3)
+    K = W.shape[0]
+    exact = _dense(_estimator("exact", W, loss, K)(phi, ptr, idx, _clock()), K)
+    seen = 0
+    for blocks, probes in ((1, 4), (1, 20), (4, 4), (4, 20)):
+        index = BlockSphericalIndex(W, block_bounds(16, blocks), clusters=20, probes=probes, seed=4)
+        kind = "mips" if blocks == 1 else "decomp"
+        est = _estimator(kind, W, loss, 150, index)(phi, ptr, idx, _clock(), with_certificate=True)
+        for i in np.flatnonzero(est.certified):
+            support = np.flatnonzero(np.abs(exact[i]) > (1e-3 if loss == CE else 0.0))
+            assert np.isin(support, est.U[i, :est.count[i]]).all()
+        seen += est.certified.sum()
+    assert seen > 0
+
+
+@pytest.mark.parametrize("tanh", [False, True])
+def test_learned_embedding_gradients_match_finite_differences(tanh):
+    rng = np.random.default_rng(6)
+    D, h, K = 30, 6, 25
+    x = sp.csr_matrix(rng.random((1, D)) * (rng.random((1, D)) < 0.3))
+    V = rng.normal(0, 0.5, (D, h))
+    W = rng.normal(0, 1, (K, h))
+    ptr, idx = np.array([0, 2], np.int64), np.array([3, 9], np.int64)
+    args = (x.indptr.astype(np.int64), x.indices.astype(np.int64), x.data)
+
+    def run(V, W):
+        phi = forward(*args, V, tanh)
+        return phi, _estimator("exact", W, CE, K)(phi, ptr, idx, _clock())
+
+    phi, est = run(V, W)
+    dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
+    eps = 1e-6
+    for f in x.indices[:3]:
+        for d in range(h):
+            Vp, Vm = V.copy(), V.copy()
+            Vp[f, d] += eps
+            Vm[f, d] -= eps
+            fd = (run(Vp, W)[1].value[0] - run(Vm, W)[1].value[0]) / (2 * eps)
+            assert x[0, f] * dphi[0, d] == pytest.approx(fd, abs=1e-6)
+    for k in (3, 4):
+        for d in range(h):
+            Wp, Wm = W.copy(), W.copy()
+            Wp[k, d] += eps
+            Wm[k, d] -= eps
+            fd = (run(V, Wp)[1].value[0] - run(V, Wm)[1].value[0]) / (2 * eps)
+            assert _dense(est, K)[0, k] * phi[0, d] == pytest.approx(fd, abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    return split(generate(1500, 800, 120, multiclass=True, noise=0.6, seed=3, zipf=0.5), 0.3, seed=3)
+
+
+@pytest.mark.parametrize("config", [dict(gradient="decomp", embedding="svd", dim=24),
+                                    dict(gradient="mips", embedding="learned", dim=12, tanh=True, loss="ce")])
+def test_the_model_does_not_depend_on_the_thread_count(noisy, config):
+    train, _ = noisy
+    p = LdgsParams(epochs=1, batch_size=16, reindex_every=2, **config)
+    one, two = (fit_ldgs(train.X, train.Y, p, threads=t) for t in (1, 2))
+    np.testing.assert_array_equal(one.W, two.W)
+    np.testing.assert_array_equal(one.V, two.V)
+
+
+def test_training_records_the_diagnostics_and_learns(noisy):
+    train, test = noisy
+    sink = MemorySink()
+    model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=2, dim=24, records_per_epoch=2, sample_size=100),
+                     threads=1, recorder=sink, validation=(test.X, test.Y))
+    rec = sink.iterations
+    assert len(rec) == 5 and sink.summary["epochs_done"] == 2
+    assert rec["objective"].iloc[-1] < rec["objective"].iloc[0]
+    for field in ("search_recall_mips", "search_recall_decomp", "gradient_cosine", "certified_decomp",
+                  "certified_mips", "accuracy", "train_accuracy"):
+        assert rec[field].between(0, 1).all(), field
+    assert (rec["gradient_error"] >= 0).all() and (rec["active_set"] > 0).all() and (rec["retrieved"] > 0).all()
+    assert (rec.loc[1:, ["query_seconds", "rescore_seconds", "message_seconds", "update_seconds"]] > 0).all().all()
+    top, _ = model.predict_topk(test.X, k=1)
+    assert np.mean(top[:, 0] == test.Y.indices) > 0.5  # 120 classes: chance is under 0.01
+
+
+def test_an_exact_run_has_no_gradient_error(noisy):
+    train, _ = noisy
+    sink = MemorySink()
+    fit_ldgs(train.X, train.Y, LdgsParams(gradient="exact", epochs=1, dim=24, records_per_epoch=1,
+                                          sample_size=50), threads=1, recorder=sink)
+    rec = sink.iterations
+    # the diagnostics score with BLAS, training with the kernels: equal up to rounding
+    assert np.allclose(rec["gradient_error"], 0, atol=1e-9) and np.allclose(rec["gradient_cosine"], 1)
+    assert np.allclose(rec["search_recall"], 1) and np.allclose(rec["loss_error"], 0, atol=1e-9)
+
+
+def test_embedding_model_round_trips(tmp_path, noisy):
+    train, test = noisy
+    model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=1, dim=8, embedding="learned"), threads=1)
+    model.save(tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert isinstance(back, EmbeddingModel) and back.params["embedding"] == "learned"
+    np.testing.assert_array_equal(back.predict_topk(test.X, 3)[0], model.predict_topk(test.X, 3)[0])
+    best = model.predict_topk(test.X[:4], 1)[0][:, 0]
+    np.testing.assert_array_equal(model.decision_function(test.X[:4]).argmax(axis=1), best)
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_trains_ldgs_on_multilabel_bibtex(capsys, tmp_path):
+    code, out, _ = _run(capsys, "train", "bibtex", "--solver", "ldgs", "--gradient", "mips", "--loss", "ce",
+                        "--epochs", "1", "--threads", "1", "--json", "--set", "dim=32", "--out", str(tmp_path / "m"))
+    assert code == 0
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert {"objective", "p@1", "p@5", "epoch_seconds", "train_seconds", "search_recall", "gradient_cosine",
+            "peak_rss_mb"} <= set(summary)
+    assert summary["gradient"] == "mips" and summary["loss"] == "ce" and summary["n_train"] == 4880
+    assert 20 < summary["p@1"] < 80 and 0 < summary["search_recall"] <= 1
+    code, out, _ = _run(capsys, "evaluate", str(tmp_path / "m"), "bibtex", "--json")
+    assert code == 0 and json.loads(out)["p@1"] == pytest.approx(summary["p@1"], abs=1e-3)
+    code, _, err = _run(capsys, "train", "bibtex", "--solver", "ldgs", "--gradient", "nope")
+    assert code == 2 and "gradient" in err
+
+
+def test_a_background_run_through_the_store(tmp_path):
+    store = RunStore(tmp_path)
+    spec = RunSpec(dataset="bibtex", solver="ldgs", params={"epochs": 1, "dim": 16, "records_per_epoch": 2,
+                                                            "sample_size": 50}, threads=1, name="ldgs").validate()
+    run = launch(spec, store)
+    final = wait(store, run, timeout=600)
+    assert final["status"] == "done", final
+    assert {"p@1", "objective", "search_recall", "gradient_cosine", "epoch_seconds"} <= set(final["summary"])
+    records, _ = store.records(run, "iteration")
+    assert len(records) == 3 and {"search_recall_decomp", "p_at_1", "certified_decomp"} <= set(records)
+    assert isinstance(load_model(tmp_path / "runs" / run / "model"), EmbeddingModel)

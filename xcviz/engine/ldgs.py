@@ -1,0 +1,510 @@
+"""LDGS kernels (Yen et al., ICML 2018): losses on candidate sets, the exact bi-simplex projection,
+top-Q block retrieval, exact rescoring, greedy message passing (Algorithm 2) and the SGD steps.
+
+Scores are z = W phi(x), W dense K x h. An estimator hands the kernels, for every sample, a set U
+of candidate classes (all K, a sample, or what the searches retrieved, always with the positives);
+classes outside U count as minus infinity, so they take no part in the loss nor in its gradient.
+The losses are the cross-entropy (2) and Nesterov's smoothed max-margin (10)-(11), whose gradient
+is the projection of (z + 1_N) / mu onto the bi-simplex
+C = {alpha : sum_N alpha = -sum_P alpha <= 1, alpha_N >= 0, alpha_P <= 0}.
+
+Every parallel loop writes its own rows only, and the SGD steps sum a batch's contributions in
+batch order inside each class (or feature), so the model does not depend on the thread count.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .topk import insert_topk
+
+CE = 0
+MARGIN = 1
+
+
+@njit(cache=True, nogil=True)
+def simplex_threshold(u, s):
+    """theta with sum(max(u - theta, 0)) = s > 0: the sort-based projection onto {a >= 0, sum a = s}
+    (Duchi et al. 2008)."""
+    v = np.sort(u)[::-1]
+    css = 0.0
+    theta = v[0] - s
+    for i in range(v.shape[0]):
+        css += v[i]
+        t = (css - s) / (i + 1)
+        if v[i] > t:
+            theta = t
+        else:
+            break
+    return theta
+
+
+@njit(cache=True, nogil=True)
+def _excess(a, ca, b, cb, t):
+    """F(t) = sum_N (a - t)_+ - sum_P (t - b)_+ for sorted a, b with prefix sums ca, cb."""
+    ia = np.searchsorted(a, t, side="right")
+    ib = np.searchsorted(b, t, side="left")
+    return (ca[-1] - ca[ia]) - (a.shape[0] - ia) * t - (ib * t - cb[ib])
+
+
+@njit(cache=True, nogil=True)
+def bisimplex_thresholds(vn, vp):
+    """Thresholds (tn, tp) of the projection of v onto the bi-simplex: alpha_N = max(vn - tn, 0),
+    alpha_P = min(vp - tp, 0). With s = sum alpha_N free in [0, 1], the optimal s has one shared
+    threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation,
+    solved exactly by a sort and a binary search over its breakpoints); when that s exceeds 1, s = 1
+    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0."""
+    if vn.shape[0] == 0 or vp.shape[0] == 0:
+        return np.inf, -np.inf
+    a = np.sort(vn)
+    b = np.sort(vp)
+    if a[-1] <= b[0]:
+        return np.inf, -np.inf
+    ca = np.zeros(a.shape[0] + 1)
+    cb = np.zeros(b.shape[0] + 1)
+    for i in range(a.shape[0]):
+        ca[i + 1] = ca[i] + a[i]
+    for i in range(b.shape[0]):
+        cb[i + 1] = cb[i] + b[i]
+    c = np.sort(np.concatenate((a, b)))
+    lo, hi = 0, c.shape[0] - 1  # F(c[0]) >= 0 always: find the last breakpoint with F >= 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _excess(a, ca, b, cb, c[mid]) >= 0.0:
+            lo = mid
+        else:
+            hi = mid - 1
+    r = c[lo]
+    ia = np.searchsorted(a, r, side="right")
+    ib = np.searchsorted(b, r, side="right")
+    active = (a.shape[0] - ia) + ib
+    if active == 0:
+        return np.inf, -np.inf
+    t = ((ca[-1] - ca[ia]) + cb[ib]) / active
+    s = 0.0
+    for i in range(a.shape[0]):
+        if a[i] > t:
+            s += a[i] - t
+    if s <= 1.0:
+        return t, t
+    return simplex_threshold(vn, 1.0), -simplex_threshold(-vp, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def loss_grad(z, pos, loss, mu, grad, extra):
+    """Loss of the candidate scores z (positives flagged by pos; every other class is -inf), its
+    gradient dL/dz into grad. extra[0]: the log-partition (CE) or the score level v above which a
+    new negative would enter the margin gradient (MARGIN); used by the certificate."""
+    m = z.shape[0]
+    n_pos = 0
+    for k in range(m):
+        grad[k] = 0.0
+        if pos[k]:
+            n_pos += 1
+    if n_pos == 0 or m == 0:
+        extra[0] = np.inf
+        return 0.0
+    if loss == CE:
+        zmax = -np.inf
+        for k in range(m):
+            zmax = max(zmax, z[k])
+        total = 0.0
+        for k in range(m):
+            total += np.exp(z[k] - zmax)
+        lse = zmax + np.log(total)
+        value = 0.0
+        for k in range(m):
+            p = np.exp(z[k] - lse)
+            grad[k] = n_pos * p - (1.0 if pos[k] else 0.0)
+            if pos[k]:
+                value += lse - z[k]
+        extra[0] = lse
+        return value
+    maxn = -np.inf
+    minp = np.inf
+    for k in range(m):
+        if pos[k]:
+            minp = min(minp, z[k] / mu)
+        else:
+            maxn = max(maxn, (z[k] + 1.0) / mu)
+    if maxn == -np.inf:
+        extra[0] = np.inf
+        return 0.0
+    # only negatives within 1 of the largest (the N threshold is >= max - 1) and positives within
+    # 1 of the smallest can be non-zero: the sort runs on those alone, the result is exact
+    nn, npp = 0, 0
+    for k in range(m):
+        if pos[k]:
+            npp += z[k] / mu < minp + 1.0
+        else:
+            nn += (z[k] + 1.0) / mu > maxn - 1.0
+    vn = np.empty(nn)
+    vp = np.empty(npp)
+    nn, npp = 0, 0
+    for k in range(m):
+        if pos[k]:
+            if z[k] / mu < minp + 1.0:
+                vp[npp] = z[k] / mu
+                npp += 1
+        elif (z[k] + 1.0) / mu > maxn - 1.0:
+            vn[nn] = (z[k] + 1.0) / mu
+            nn += 1
+    tn, tp = bisimplex_thresholds(vn, vp)
+    extra[0] = tn if tn != np.inf else minp
+    value = 0.0
+    for k in range(m):
+        if pos[k]:
+            v = z[k] / mu
+            alpha = min(v - tp, 0.0)
+        else:
+            v = (z[k] + 1.0) / mu
+            alpha = max(v - tn, 0.0)
+        grad[k] = alpha
+        value += mu * (v * alpha - 0.5 * alpha * alpha)
+    return value
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def search_blocks(W, phi, bounds, centroids, member_ptr, member_ids, probes, q, S, cut, probed):
+    """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
+    bounds[j+1]), the `probes` clusters whose centroids (centroids[j], block coordinates) have the
+    largest inner product with the query's block (probed[i, j]), then, among their members
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]]), the (at most) q classes with the largest
+    block score W[k, block] . phi[i, block], best first (ties: earlier member), into S[i, j]
+    (-1 padding); cut[i, j] = the largest block score of a member left out (-inf if none)."""
+    n = phi.shape[0]
+    B = bounds.shape[0] - 1
+    C = centroids.shape[1]
+    n_probes = probed.shape[2]
+    for i in prange(n):
+        top_v = np.empty(n_probes)
+        for j in range(B):
+            lo, hi = bounds[j], bounds[j + 1]
+            top_k = probed[i, j]
+            top_v[:] = -np.inf
+            count = 0
+            for c in range(C):
+                v = 0.0
+                for d in range(lo, hi):
+                    v += phi[i, d] * centroids[j, c, d - lo]
+                count = insert_topk(c, v, n_probes, top_k, top_v, count)
+            m = 0
+            for t in range(count):
+                m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
+            ids = np.empty(m, np.int64)
+            s = np.empty(m)
+            m = 0
+            for t in range(count):
+                for p in range(member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]):
+                    k = member_ids[j, p]
+                    v = 0.0
+                    for d in range(lo, hi):
+                        v += W[k, d] * phi[i, d]
+                    ids[m] = k
+                    s[m] = -v
+                    m += 1
+            order = np.argsort(s, kind="mergesort")
+            take = min(q, m)
+            S[i, j, :] = -1
+            for t in range(take):
+                S[i, j, t] = ids[order[t]]
+            cut[i, j] = -s[order[take]] if m > take else -np.inf
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def rescore(W, phi, bounds, cand_ptr, cands, pos_ptr, pos_idx, distinct, U, is_pos, Z, count):
+    """Exact block scores of every candidate: U[i, :count[i]] = the sorted union of the query's
+    candidates and its positives (taken as given when `distinct`: sorted, unique, positives in),
+    Z[i, t, j] = W[U[i, t], block j] . phi[i, block j], is_pos[i, t] whether U[i, t] is positive."""
+    n = phi.shape[0]
+    B = bounds.shape[0] - 1
+    for i in prange(n):
+        pa, pb = pos_ptr[i], pos_ptr[i + 1]
+        if distinct:
+            ids = cands[cand_ptr[i]:cand_ptr[i + 1]]
+        else:
+            ids = np.unique(np.concatenate((cands[cand_ptr[i]:cand_ptr[i + 1]], pos_idx[pa:pb])))
+        positives = np.sort(pos_idx[pa:pb])
+        c = ids.shape[0]
+        for t in range(c):
+            k = ids[t]
+            U[i, t] = k
+            p = np.searchsorted(positives, k)
+            is_pos[i, t] = p < positives.shape[0] and positives[p] == k
+            for j in range(B):
+                v = 0.0
+                for d in range(bounds[j], bounds[j + 1]):
+                    v += W[k, d] * phi[i, d]
+                Z[i, t, j] = v
+        count[i] = c
+
+
+@njit(cache=True, nogil=True)
+def _blocks_loss(zb, lam, pos, loss, mu, g, grad, extra):
+    """G(Lambda) = (1/B) sum_j L(B (z_j + lambda_j)); grad accumulates (1/B) sum_j of the block
+    gradients, g is scratch."""
+    c, B = zb.shape
+    value = 0.0
+    grad[:] = 0.0
+    x = np.empty(c)
+    for j in range(B):
+        for k in range(c):
+            x[k] = B * (zb[k, j] + lam[k, j])
+        value += loss_grad(x, pos, loss, mu, g, extra) / B
+        for k in range(c):
+            grad[k] += g[k] / B
+    return value
+
+
+@njit(cache=True, nogil=True)
+def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
+    """Algorithm 2's loop on one sample: T = steps greedy message-passing steps from lam (c x B,
+    updated in place). When trace has steps + 1 entries, trace[t] = G(Lambda) after t steps
+    (trace[0]: before); an empty trace skips those evaluations. Returns |A| of the last step
+    (classes with a block gradient above tau2)."""
+    c, B = zb.shape
+    zt = np.zeros(c)
+    for k in range(c):
+        for j in range(B):
+            zt[k] += zb[k, j]
+    g = np.empty(c)
+    total = np.empty(c)
+    extra = np.empty(1)
+    x = np.empty(c)
+    active = np.zeros(c, np.bool_)
+    tracing = trace.shape[0] == steps + 1
+    if tracing:
+        trace[0] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+    n_active = 0
+    for t in range(1, steps + 1):
+        active[:] = False
+        for j in range(B):
+            for k in range(c):
+                x[k] = B * (zb[k, j] + lam[k, j])
+            loss_grad(x, pos, loss, mu, g, extra)
+            for k in range(c):
+                if abs(g[k]) > tau2:
+                    active[k] = True
+        eta = 2.0 / (t + 2.0)
+        n_active = 0
+        for k in range(c):
+            if active[k]:
+                n_active += 1
+                for j in range(B):
+                    lam[k, j] = eta * (zt[k] / B - zb[k, j]) + (1.0 - eta) * lam[k, j]
+        if tracing:
+            trace[t] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+    return n_active
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def estimate(Z, is_pos, count, steps, tau2, loss, mu, coef, value, n_active):
+    """The estimated gradient dL/dz on each sample's candidates (coef[i, :count[i]]) and loss
+    (value[i]): with one block, the loss of the candidate scores; with B > 1 blocks, Algorithm 2's
+    output (1/B) sum_j grad L(B (z_j + lambda_j)) after `steps` message-passing steps."""
+    n, _, B = Z.shape
+    for i in prange(n):
+        c = count[i]
+        zb = Z[i, :c, :]
+        pos = is_pos[i, :c]
+        g = np.empty(c)
+        extra = np.empty(1)
+        if B == 1:
+            value[i] = loss_grad(zb[:, 0].copy(), pos, loss, mu, g, extra)
+            m = 0
+            for k in range(c):
+                m += abs(g[k]) > tau2
+            n_active[i] = m
+        else:
+            lam = np.zeros((c, B))
+            n_active[i] = greedy_messages(zb, pos, steps, tau2, loss, mu, lam, np.empty(0))
+            total = np.empty(c)
+            value[i] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+            g[:] = total
+        coef[i, :c] = g
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def exact_scores(W, phi):
+    """All K scores of every sample (n x K)."""
+    n, K = phi.shape[0], W.shape[0]
+    out = np.empty((n, K))
+    for i in prange(n):
+        for k in range(K):
+            v = 0.0
+            for d in range(W.shape[1]):
+                v += W[k, d] * phi[i, d]
+            out[i, k] = v
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def exact_loss_grad(S, pos_ptr, pos_idx, loss, mu, grad, value, level):
+    """The exact loss (value), gradient (grad, n x K) and entering level (see loss_grad) of score rows S."""
+    n, K = S.shape
+    for i in prange(n):
+        pos = np.zeros(K, np.bool_)
+        for p in range(pos_ptr[i], pos_ptr[i + 1]):
+            pos[pos_idx[p]] = True
+        extra = np.empty(1)
+        value[i] = loss_grad(S[i], pos, loss, mu, grad[i], extra)
+        level[i] = extra[0]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def cone_stats(W, lo, hi, assign, centroids):
+    """Per cluster of a block index: the largest and smallest member norm and the smallest cosine
+    between a member and its centroid (for the retrieval certificate's cone bound)."""
+    C = centroids.shape[0]
+    K = W.shape[0]
+    r_max = np.zeros(C)
+    r_min = np.full(C, np.inf)
+    cos_min = np.full(C, 1.0)
+    norms = np.empty(K)
+    cosines = np.empty(K)
+    for k in prange(K):
+        s, d = 0.0, 0.0
+        for t in range(lo, hi):
+            s += W[k, t] * W[k, t]
+            d += W[k, t] * centroids[assign[k], t - lo]
+        norms[k] = np.sqrt(s)
+        cosines[k] = d / norms[k] if norms[k] > 0.0 else 1.0
+    for k in range(K):
+        c = assign[k]
+        r_max[c] = max(r_max[c], norms[k])
+        r_min[c] = min(r_min[c], norms[k])
+        cos_min[c] = min(cos_min[c], cosines[k])
+    return r_max, r_min, cos_min
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def cone_bound(phi, lo, hi, centroids, sizes, probed, r_max, r_min, cos_min, cut):
+    """Upper bound of the block score of every class a query did not keep: the largest of cut[i]
+    (probed but not kept) and, over the clusters not probed, max_w w.q <= ||w|| ||q|| cos(angle(q,
+    centroid) - largest member angle)."""
+    n, C = phi.shape[0], centroids.shape[0]
+    out = np.empty(n)
+    for i in prange(n):
+        qn = 0.0
+        for t in range(lo, hi):
+            qn += phi[i, t] * phi[i, t]
+        qn = np.sqrt(qn)
+        best = cut[i]
+        seen = np.zeros(C, np.bool_)
+        for t in range(probed.shape[1]):
+            seen[probed[i, t]] = True
+        for c in range(C):
+            if seen[c] or sizes[c] == 0:
+                continue
+            d = 0.0
+            for t in range(lo, hi):
+                d += phi[i, t] * centroids[c, t - lo]
+            angle_q = np.arccos(min(1.0, max(-1.0, d / qn))) if qn > 0.0 else 0.0
+            gap = angle_q - np.arccos(min(1.0, max(-1.0, cos_min[c])))
+            cosine = 1.0 if gap <= 0.0 else np.cos(gap)
+            bound = qn * (r_max[c] * cosine if cosine >= 0.0 else r_min[c] * cosine)
+            best = max(best, bound)
+        out[i] = best
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def certify(Z, is_pos, count, upper, n_classes, loss, mu, tau2, out):
+    """Whether the retrieval certifies, per sample, that no class outside U could enter the exact
+    gradient of the loss on U: every such class scores at most upper[i] (the summed block bounds);
+    margin: (upper + 1) / mu must not exceed the entering level; CE: the outside classes' total
+    gradient mass |P| (K - |U|) exp(upper - lse_U) must stay below tau2."""
+    n, _, B = Z.shape
+    for i in prange(n):
+        c = count[i]
+        if c >= n_classes:
+            out[i] = True
+            continue
+        z = np.zeros(c)
+        for k in range(c):
+            for j in range(B):
+                z[k] += Z[i, k, j]
+        g = np.empty(c)
+        extra = np.empty(1)
+        pos = is_pos[i, :c]
+        loss_grad(z, pos, loss, mu, g, extra)
+        n_pos = 0
+        for k in range(c):
+            n_pos += pos[k]
+        if loss == CE:
+            out[i] = n_pos * (n_classes - c) * np.exp(upper[i] - extra[0]) <= tau2
+        else:
+            out[i] = (upper[i] + 1.0) / mu <= extra[0]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def forward(indptr, indices, data, V, tanh):
+    """phi(x) = V^T x for CSR rows x (tanh applied when asked)."""
+    n, h = indptr.shape[0] - 1, V.shape[1]
+    out = np.zeros((n, h))
+    for i in prange(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            f = indices[p]
+            for d in range(h):
+                out[i, d] += data[p] * V[f, d]
+        if tanh:
+            for d in range(h):
+                out[i, d] = np.tanh(out[i, d])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def scatter(U, coef, count, dense, touched):
+    """dense[i, U[i, t]] = coef[i, t] for non-zero coefficients; touched[k] marks the classes hit.
+    Returns the number of entries written."""
+    written = 0
+    for i in range(U.shape[0]):
+        for t in range(count[i]):
+            if coef[i, t] != 0.0:
+                dense[i, U[i, t]] = coef[i, t]
+                touched[U[i, t]] = True
+                written += 1
+    return written
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def embedding_gradient(W, U, coef, count, phi, tanh):
+    """d loss / d (V^T x) of every sample: sum_k coef_k w_k, times 1 - phi^2 under tanh."""
+    n, h = U.shape[0], W.shape[1]
+    out = np.zeros((n, h))
+    for i in prange(n):
+        for t in range(count[i]):
+            c = coef[i, t]
+            if c != 0.0:
+                k = U[i, t]
+                for d in range(h):
+                    out[i, d] += c * W[k, d]
+        if tanh:
+            for d in range(h):
+                out[i, d] *= 1.0 - phi[i, d] * phi[i, d]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def step_classes(W, classes, dense, phi, step):
+    """W[k] -= step * sum_i dense[i, k] phi_i for every k of `classes`, summing in batch order."""
+    n, h = phi.shape
+    for t in prange(classes.shape[0]):
+        k = classes[t]
+        for i in range(n):
+            c = dense[i, k]
+            if c != 0.0:
+                for d in range(h):
+                    W[k, d] -= step * c * phi[i, d]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def step_features(V, feat_ptr, features, rows, values, dphi, step):
+    """V[f] -= step * sum_i x_if dphi_i over the batch's features (grouped by feature, rows in batch order)."""
+    h = V.shape[1]
+    for t in prange(features.shape[0]):
+        f = features[t]
+        for p in range(feat_ptr[t], feat_ptr[t + 1]):
+            i = rows[p]
+            for d in range(h):
+                V[f, d] -= step * values[p] * dphi[i, d]

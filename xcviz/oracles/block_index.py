@@ -1,0 +1,111 @@
+"""Spherical-clustering MIPS indexes over column blocks of a dense K x h matrix (LDGS's search).
+
+One index per block of coordinates [bounds[j], bounds[j+1]): the block rows of W are normalised
+and grouped by spherical k-means (Auvolat et al. 2015), with the kernels of the sparse
+`SphericalOracle` (engine/mips.py) applied to the dense block rows directly, without a sketch. A
+query probes the clusters whose centroids have the largest inner product with its block of phi(x);
+their members are the candidates. Updates follow the oracle's rule: a changed row is moved to its
+nearest centroid in every block, cluster sums stay exact, and one Lloyd pass re-assigns every row
+once the re-indexed rows reach K. One block (bounds = [0, h]) is Algorithm 1's index.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.ldgs import cone_bound, cone_stats, search_blocks
+from ..engine.mips import cluster_sums, members, move_members, nearest_centroid, normalised_centroids, unit_rows
+
+
+class _Block:
+    """The index of one block: unit rows, centroids, assignment, cluster sums and members."""
+
+    def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int) -> None:
+        self.lo, self.hi, self.seed = lo, hi, seed
+        K = W.shape[0]
+        self.ids = np.arange(K, dtype=np.int64)
+        self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
+        unit_rows(self.unit)
+        start = np.random.default_rng(seed).choice(K, n_clusters, replace=False)
+        self.centroids = self.unit[np.sort(start)].copy()
+        for _ in range(kmeans_iter):
+            self.lloyd()
+        self.changed = 0
+
+    def lloyd(self) -> None:
+        self.assign = nearest_centroid(self.unit, self.ids, self.centroids)
+        self.sums, self.sizes = cluster_sums(self.unit, self.assign, self.centroids.shape[0])
+        self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
+        self.members = members(self.assign, self.centroids.shape[0])
+
+    def update(self, W: np.ndarray, classes: np.ndarray) -> None:
+        fresh = np.array(W[classes, self.lo:self.hi], order="C")
+        unit_rows(fresh)
+        moved_to = nearest_centroid(fresh, classes, self.centroids)
+        move_members(self.unit[classes], fresh, classes, self.assign[classes], moved_to, self.sums, self.sizes)
+        self.unit[classes] = fresh
+        self.assign[classes] = moved_to
+        self.changed += classes.size
+        if self.changed >= self.ids.size:
+            self.lloyd()
+            self.changed = 0
+        else:
+            self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
+            self.members = members(self.assign, self.centroids.shape[0])
+
+
+class BlockSphericalIndex:
+    """B spherical-clustering indexes, one per column block of W (kept by reference)."""
+
+    def __init__(self, W: np.ndarray, bounds: np.ndarray, clusters: int = 100, probes: int = 5,
+                 kmeans_iter: int = 5, seed: int = 0) -> None:
+        self.W = W
+        self.bounds = np.asarray(bounds, np.int64)
+        self.probes = probes
+        n_clusters = max(1, min(clusters, W.shape[0]))
+        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j)
+                       for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
+        self._stacked: tuple | None = None
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.blocks)
+
+    def stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K) of all blocks,
+        the layout of engine.ldgs.search_blocks; rebuilt after an update."""
+        if self._stacked is None:
+            width = int(np.diff(self.bounds).max())
+            C = self.blocks[0].centroids.shape[0]
+            cent = np.zeros((self.n_blocks, C, width))
+            for j, b in enumerate(self.blocks):
+                cent[j, :, :b.hi - b.lo] = b.centroids
+            self._stacked = (cent, np.stack([b.members[0] for b in self.blocks]),
+                             np.stack([b.members[1] for b in self.blocks]))
+        return self._stacked
+
+    def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(S, cut, probed): the top q classes of every block per query (n x B x q, -1 padding), the
+        best block score left out (n x B) and the probed clusters (n x B x probes)."""
+        n = phi.shape[0]
+        cent, ptr, ids = self.stacked()
+        probes = min(self.probes, cent.shape[1])
+        S = np.empty((n, self.n_blocks, q), np.int64)
+        cut = np.empty((n, self.n_blocks))
+        probed = np.empty((n, self.n_blocks, probes), np.int64)
+        search_blocks(self.W, phi, self.bounds, cent, ptr, ids, probes, q, S, cut, probed)
+        return S, cut, probed
+
+    def update(self, classes: np.ndarray) -> None:
+        """Re-index `classes` (rows of W that changed) in every block."""
+        classes = np.asarray(classes, np.int64)
+        if classes.size:
+            for b in self.blocks:
+                b.update(self.W, classes)
+            self._stacked = None
+
+    def upper_bound(self, phi: np.ndarray, j: int, probed: np.ndarray, cut: np.ndarray) -> np.ndarray:
+        """Per query, an upper bound of block j's score of every class it did not keep (see cone_bound)."""
+        b = self.blocks[j]
+        r_max, r_min, cos_min = cone_stats(self.W, b.lo, b.hi, b.assign, b.centroids)
+        return cone_bound(np.ascontiguousarray(phi), b.lo, b.hi, b.centroids, b.sizes, probed, r_max, r_min,
+                          cos_min, cut)

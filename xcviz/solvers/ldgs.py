@@ -1,0 +1,380 @@
+"""LDGS (Yen et al., ICML 2018): mini-batch SGD on z = W phi(x) with search-based gradients, and
+the gradient's error made visible.
+
+The estimator (`gradient`) decides which classes a sample's loss and gradient see: all of them
+(exact), a uniform sample (sampled softmax), the top Q of one spherical-clustering MIPS index
+(mips, Algorithm 1) or of B indexes over blocks of h/B coordinates coupled by greedy message
+passing (decomp, Algorithm 2). Whatever trains, each record measures on a fixed diagnostic
+sample, against exact scores: the exact objective, accuracy (or P@k), the search recall of both
+mips and decomp, the training estimator's gradient error and cosine, its loss error, |A| and
+sum |S_j|, and the certificate share (see engine/ldgs.py and solvers/ldgs_search.py).
+
+Mini-batch semantics: a batch's gradients are estimated in parallel with W (and V) as they were
+at the batch start, then applied in a fixed order: W[k] -= eta sum_i g_ik phi_i (the batch's
+gradients summed, as MEMOIR's listing does), summed in batch order within each class, so the model
+does not depend on the thread count. W starts at the class means of phi, so the first scores
+already rank the classes and the searches have structure to find (no sampling warm-up needed). The search
+indexes re-index the rows a batch changed every `reindex_every` batches.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import param
+import scipy.sparse as sp
+from scipy.sparse.linalg import svds
+
+from ..embedding_model import EmbeddingModel
+from ..engine.ldgs import CE, MARGIN, embedding_gradient, exact_loss_grad, forward, scatter, step_classes, step_features
+from ..engine.threads import using_threads
+from ..oracles.block_index import BlockSphericalIndex
+from .ldgs_search import ESTIMATORS, Estimate, Estimator, block_bounds
+from .memoir import _rows, _with_columns
+from .params import param_dict
+
+LOSSES = {"smoothed_margin": MARGIN, "ce": CE}
+ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective", "train_accuracy", "accuracy",
+               "train_p_at_1", "p_at_1", "p_at_5", "search_recall", "search_recall_mips", "search_recall_decomp",
+               "gradient_error", "gradient_cosine", "loss_error", "active_set", "retrieved", "certified_mips",
+               "certified_decomp", "query_seconds", "rescore_seconds", "message_seconds", "update_seconds",
+               "reindex_seconds", "diagnostic_seconds")
+CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
+DIAGNOSTIC_CHUNK = 64
+
+
+class LdgsParams(param.Parameterized):
+    """LDGS's parameters; the defaults are the paper's settings (section 5)."""
+
+    gradient = param.Selector(default="decomp", objects=list(ESTIMATORS), doc=(
+        "How the loss gradient is estimated: exact (all K scores), sampled (positives + K/100 uniform "
+        "negatives), mips (Algorithm 1: top Q of one spherical-clustering index), decomp (Algorithm 2: "
+        "B block indexes and greedy message passing)."))
+    loss = param.Selector(default="smoothed_margin", objects=list(LOSSES), doc=(
+        "smoothed_margin: Nesterov-smoothed max-margin (10)-(11), gradient a bi-simplex projection; "
+        "ce: cross-entropy (2)."))
+    embedding = param.Selector(default="svd", objects=["svd", "learned"], doc=(
+        "svd: phi(x) = fixed truncated-SVD projection of the normalised rows (last layer over fixed "
+        "features); learned: phi(x) = V^T x, V trained jointly with W."))
+    dim = param.Integer(default=0, bounds=(0, 4096), doc="Embedding dimension h; 0 = 128 (svd) or 100 (learned).")
+    tanh = param.Boolean(default=False, doc="learned: phi(x) = tanh(V^T x) instead of V^T x.")
+    mu = param.Number(default=0.0, bounds=(0.0, 1e3), doc=(
+        "Smoothing mu of the margin loss; 0 = the paper's (1 multiclass, 5 multi-label)."))
+    eta0 = param.Number(default=1.0, bounds=(1e-8, 1e3), doc=(
+        "Initial step; eta_t = eta0 / (1 + t / batches per epoch). The paper picks from {1, 0.1, 0.01}."))
+    batch_size = param.Integer(default=10, bounds=(1, 10**6), doc="Samples per mini-batch (the paper's 10).")
+    epochs = param.Integer(default=5, bounds=(1, 10**5), doc="Passes over the (shuffled) training set.")
+    blocks = param.Integer(default=0, bounds=(0, 1024), doc=(
+        "decomp: blocks B of h/B coordinates; 0 = the paper's (8 multiclass, 4 multi-label)."))
+    steps = param.Integer(default=1, bounds=(1, 1000), doc="decomp: message-passing steps T (the paper's 1).")
+    tau2 = param.Number(default=1e-3, bounds=(0.0, 1.0), doc=(
+        "Threshold of the active set A and of a gradient's support (recall, certificate)."))
+    retrieve = param.Integer(default=0, bounds=(0, 10**8), doc=(
+        "Q, classes kept per index query; 0 = max(sqrt K, K/100)."))
+    clusters = param.Integer(default=100, bounds=(1, 10**6), doc=(
+        "Spherical k-means clusters per index (the paper's 100)."))
+    probes = param.Integer(default=0, bounds=(0, 10**6), doc=(
+        "Clusters probed per query; their members are scored on the index's coordinates, the best Q kept. "
+        "0 = enough clusters to hold about 5 Q classes, ceil(5 Q clusters / K) (5 for K = 50,000)."))
+    kmeans_iter = param.Integer(default=5, bounds=(1, 1000), doc="Lloyd iterations when an index is built.")
+    sampled = param.Integer(default=0, bounds=(0, 10**8), doc="sampled: negatives drawn per sample; 0 = K/100.")
+    reindex_every = param.Integer(default=10, bounds=(1, 10**6), doc=(
+        "Batches between re-indexing the rows of W changed since, in every block index (1 = after "
+        "every batch; 10 batches of 10 amortise the per-index work, see the README)."))
+    normalize = param.Boolean(default=True, doc="L2-normalise every row before the embedding.")
+    sample_size = param.Integer(default=200, bounds=(1, 10**6), doc=(
+        "Training rows of the fixed diagnostic sample (exact scores, both searches, gradient errors)."))
+    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc="Diagnostic records per epoch, at most.")
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the SVD, V, the shuffles, samples and indexes.")
+
+
+def positives(Y, n: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """(pos_ptr, pos_idx, K, multilabel) from a 0/1 label matrix or a vector of class ids."""
+    if sp.issparse(Y):
+        Y = sp.csr_matrix(Y)
+        Y.sort_indices()
+        multilabel = not np.all(np.diff(Y.indptr) == 1)
+        return Y.indptr.astype(np.int64), Y.indices.astype(np.int64), Y.shape[1], bool(multilabel)
+    y = np.asarray(Y, np.int64)
+    if y.ndim != 1 or y.size != n:
+        raise ValueError(f"class ids must be a vector of length {n}, got shape {y.shape}")
+    if y.size and y.min() < 0:
+        raise ValueError("class ids must be non-negative")
+    return np.arange(n + 1, dtype=np.int64), y, int(y.max()) + 1 if y.size else 0, False
+
+
+def _take(pos_ptr: np.ndarray, pos_idx: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positives of `rows`, as CSR."""
+    counts = pos_ptr[rows + 1] - pos_ptr[rows]
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    idx = pos_idx[np.repeat(pos_ptr[rows], counts) + (np.arange(ptr[-1]) - np.repeat(ptr[:-1], counts))]
+    return ptr, idx.astype(np.int64)
+
+
+def svd_basis(X: sp.csr_matrix, h: int, seed: int) -> np.ndarray:
+    """D x h basis of the top-h right singular vectors of X (scipy svds, seeded start vector),
+    largest first, each signed so that its largest entry is positive (a reproducible basis)."""
+    h = min(h, min(X.shape) - 1)
+    if h < 1:
+        raise ValueError(f"the svd embedding needs at least 2 rows and 2 features, got {X.shape}")
+    _, s, vt = svds(X.astype(np.float64), k=h, random_state=np.random.default_rng(seed))
+    vt = vt[np.argsort(-s, kind="stable")]
+    signs = np.sign(vt[np.arange(h), np.abs(vt).argmax(axis=1)])
+    return np.ascontiguousarray((vt * signs[:, None]).T)
+
+
+def class_means(phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, K: int) -> np.ndarray:
+    """K x h: row k the mean of phi over the rows with label k (zero for a class without rows)."""
+    rows = np.repeat(np.arange(phi.shape[0]), np.diff(pos_ptr))
+    W = np.zeros((K, phi.shape[1]))
+    np.add.at(W, pos_idx, phi[rows])
+    counts = np.bincount(pos_idx, minlength=K)
+    W[counts > 0] /= counts[counts > 0, None]
+    return W
+
+
+def _support_stats(grad: np.ndarray, est: Estimate, tau2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per sample: recall of the exact gradient's support (|g| > tau2) in U, relative l2 error and
+    cosine of the estimated gradient (NaN where the exact gradient is 0)."""
+    n = grad.shape[0]
+    recall, error, cosine = (np.full(n, np.nan) for _ in range(3))
+    for i in range(n):
+        ids = est.U[i, :est.count[i]]
+        e = est.coef[i, :est.count[i]]
+        g = grad[i]
+        support = np.abs(g) > tau2
+        if support.any():
+            recall[i] = support[ids].sum() / support.sum()
+        gg = float(g @ g)
+        if gg > 0.0:
+            inside = g[ids]
+            dot = float(e @ inside)
+            ee = float(e @ e)
+            outside = max(gg - float(inside @ inside), 0.0)  # the exact gradient's mass U misses
+            error[i] = np.sqrt((float(((e - inside) ** 2).sum()) + outside) / gg)
+            cosine[i] = dot / np.sqrt(gg * ee) if ee > 0.0 else 0.0
+    return recall, error, cosine
+
+
+def _top_precision(S: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, k: int) -> np.ndarray:
+    """P@k of every score row."""
+    k = min(k, S.shape[1])
+    top = np.argpartition(-S, k - 1, axis=1)[:, :k]
+    hits = np.empty(S.shape[0])
+    for i in range(S.shape[0]):
+        hits[i] = np.isin(top[i], pos_idx[pos_ptr[i]:pos_ptr[i + 1]]).sum() / k
+    return hits
+
+
+class _Diagnostics:
+    """The exact picture on a fixed training sample (and a validation sample)."""
+
+    def __init__(self, rows: np.ndarray, pos: tuple, validation, params: LdgsParams, loss: int, mu: float,
+                 multilabel: bool) -> None:
+        self.rows, self.pos, self.validation = rows, pos, validation
+        self.p, self.loss, self.mu, self.multilabel = params, loss, mu, multilabel
+        self.rng_seed = params.seed
+
+    def _quality(self, S: np.ndarray, ptr: np.ndarray, idx: np.ndarray) -> dict:
+        if self.multilabel:
+            return {"p_at_1": _top_precision(S, ptr, idx, 1), "p_at_5": _top_precision(S, ptr, idx, 5)}
+        return {"accuracy": (S.argmax(axis=1) == idx).astype(float)}
+
+    def measure(self, W: np.ndarray, embed: Callable, estimators: dict, trained: str) -> dict:
+        """One record's diagnostics; `estimators` maps mips, decomp and the trained kind to estimators."""
+        phi = embed(self.rows)
+        ptr, idx = self.pos
+        parts: dict[str, list] = {}
+        scratch = dict.fromkeys(CLOCK, 0.0)
+        rng = np.random.default_rng([self.rng_seed, 11])
+        for start in range(0, phi.shape[0], DIAGNOSTIC_CHUNK):
+            sel = np.arange(start, min(start + DIAGNOSTIC_CHUNK, phi.shape[0]))
+            p_ptr, p_idx = _take(ptr, idx, sel)
+            S = phi[sel] @ W.T
+            grad = np.empty_like(S)
+            value, level = np.empty(sel.size), np.empty(sel.size)
+            exact_loss_grad(S, p_ptr, p_idx, self.loss, self.mu, grad, value, level)
+            quality = self._quality(S, p_ptr, p_idx)
+            add = {"objective": value, **{f"train_{k}": v for k, v in quality.items()}}
+            for kind in {"mips", "decomp", trained}:
+                est = estimators[kind](np.ascontiguousarray(phi[sel]), p_ptr, p_idx, scratch,
+                                       with_certificate=kind in ("mips", "decomp"), rng=rng)
+                recall, error, cosine = _support_stats(grad, est, self.p.tau2)
+                if kind in ("mips", "decomp"):
+                    add[f"search_recall_{kind}"] = recall
+                    add[f"certified_{kind}"] = est.certified.astype(float)
+                if kind == trained:
+                    add.update(search_recall=recall, gradient_error=error, gradient_cosine=cosine,
+                               loss_error=np.abs(est.value - value), active_set=est.n_active.astype(float),
+                               retrieved=est.retrieved.astype(float))
+            for k, v in add.items():
+                parts.setdefault(k, []).append(v)
+        out = {k: float(np.nanmean(np.concatenate(v))) if np.isfinite(np.concatenate(v)).any() else np.nan
+               for k, v in parts.items()}
+        if self.validation is not None:
+            Xv, v_ptr, v_idx = self.validation
+            quality = self._quality(embed(Xv) @ W.T, v_ptr, v_idx)
+            out.update({k: float(v.mean()) for k, v in quality.items()})
+        return out
+
+
+def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: int | None = None, recorder=None,
+             run: str = "run", progress: Callable[[int, int], None] | None = None,
+             stop: Callable[[], bool] | None = None, validation=None, **_background) -> EmbeddingModel:
+    """Train LDGS on X (n x D) and Y (n x K 0/1 matrix, multi-label rows kept as positive sets, or
+    class ids). validation: (X, Y) measured while training. progress(batches done, in all) after
+    every batch; stop() is asked between batches (a stopped run returns the model so far)."""
+    p = params or LdgsParams()
+    t_start = time.monotonic()
+    Xr = _rows(X, p.normalize)
+    n, D = Xr.shape
+    pos_ptr, pos_idx, K, multilabel = positives(Y, n)
+    if n == 0 or K < 2:
+        raise ValueError(f"nothing to train: {n} rows, {K} classes (LDGS needs at least 2)")
+    loss = LOSSES[p.loss]
+    mu = p.mu or (5.0 if multilabel else 1.0)
+    B = p.blocks or (4 if multilabel else 8)
+    h = p.dim or (128 if p.embedding == "svd" else 100)
+    rng = np.random.default_rng([p.seed, 0])
+    if p.embedding == "svd":
+        V = svd_basis(Xr, h, p.seed)
+    else:
+        V = rng.normal(0.0, 1.0 / np.sqrt(h), (D, h))
+    h = V.shape[1]
+    if not 1 <= B <= h:
+        raise ValueError(f"blocks must be between 1 and the embedding dimension {h}, got {B}")
+    tanh = p.tanh and p.embedding == "learned"
+    Xi = (Xr.indptr.astype(np.int64), Xr.indices.astype(np.int64), Xr.data)
+
+    with using_threads(threads) as n_threads:
+        def embed(rows) -> np.ndarray:
+            if sp.issparse(rows):
+                return forward(rows.indptr.astype(np.int64), rows.indices.astype(np.int64), rows.data, V, tanh)
+            sub = Xr[rows]
+            return forward(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
+
+        fixed = forward(*Xi, V, tanh) if p.embedding == "svd" else None
+        W = class_means(fixed if fixed is not None else forward(*Xi, V, tanh), pos_ptr, pos_idx, K)
+        q = p.retrieve or max(int(np.ceil(np.sqrt(K))), K // 100)
+        q = min(q, K)
+        common = dict(loss=loss, mu=mu, q=q, steps=p.steps, tau2=p.tau2, sample=min(K, p.sampled or max(1, K // 100)),
+                      seed=p.seed)
+        probes = p.probes or int(np.ceil(5 * q * min(p.clusters, K) / K))
+        indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
+                   "decomp": BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed)}
+        estimators = {kind: Estimator(kind, W, index=indexes.get(kind), **common) for kind in ESTIMATORS}
+        estimator = estimators[p.gradient]
+        dirty = {kind: np.zeros(K, np.bool_) for kind in indexes}
+        sample = np.sort(np.random.default_rng([p.seed, 1]).choice(n, min(p.sample_size, n), replace=False))
+        held_out = None
+        if validation is not None:
+            Xv = _rows(_with_columns(validation[0], D), p.normalize)
+            v_ptr, v_idx, _, _ = positives(validation[1], Xv.shape[0])
+            pick = np.sort(np.random.default_rng([p.seed, 2]).choice(Xv.shape[0], min(p.sample_size, Xv.shape[0]),
+                                                                     replace=False))
+            v_ptr, v_idx = _take(v_ptr, v_idx, pick)
+            held_out = (Xv[pick], v_ptr, v_idx)
+        diagnostics = _Diagnostics(sample, _take(pos_ptr, pos_idx, sample), held_out, p, loss, mu, multilabel)
+        batch = min(n, p.batch_size)
+        per_epoch = -(-n // batch)
+        total = per_epoch * p.epochs
+        window = -(-per_epoch // p.records_per_epoch)
+        values = param_dict(p)
+        if recorder is not None:
+            recorder.begin({"run": run, "solver": "ldgs", "params": values, "threads": n_threads, "n": n,
+                            "n_features": D, "n_labels": K, "embedding_dim": h, "blocks": B, "retrieve": q,
+                            "probes": probes, "mu": mu, "multilabel": multilabel, "iter_fields": list(ITER_FIELDS),
+                            "label_fields": []})
+        clock = dict.fromkeys(CLOCK, 0.0)
+        dense = np.zeros((batch, K))
+        touched = np.zeros(K, np.bool_)
+        train_seconds = 0.0
+        t_window = train_seconds
+        written = 0
+        last: dict = {}
+
+        def record(step: int, eta: float) -> None:
+            nonlocal t_window, written, last
+            t0 = time.monotonic()
+            for kind, index in indexes.items():  # the diagnostic-only index catches up (not training time)
+                if kind != p.gradient and dirty[kind].any():
+                    index.update(np.flatnonzero(dirty[kind]))
+                    dirty[kind][:] = False
+            row = {**dict.fromkeys(ITER_FIELDS, np.nan), "iteration": written, "label": 0, "batch": step,
+                   "epoch": step / per_epoch, "eta": eta, "wall": train_seconds,
+                   "seconds": train_seconds - t_window, **clock}
+            row.update(diagnostics.measure(W, embed, estimators, p.gradient))
+            row["diagnostic_seconds"] = time.monotonic() - t0
+            row["elapsed"] = time.monotonic() - t_start
+            if recorder is not None:
+                recorder.write("iteration", {k: np.array([v]) for k, v in row.items()})
+            clock.update(dict.fromkeys(CLOCK, 0.0))
+            written += 1
+            t_window = train_seconds
+            last = row
+
+        if recorder is not None:
+            record(0, p.eta0)
+        shuffles = np.random.default_rng([p.seed, 3])
+        step, cancelled = 0, False
+        for _epoch in range(p.epochs):
+            order = shuffles.permutation(n)
+            for start in range(0, n, batch):
+                if stop is not None and stop():
+                    cancelled = True
+                    break
+                t_batch = time.monotonic()
+                eta = p.eta0 / (1.0 + step / per_epoch)
+                rows = order[start:start + batch]
+                b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
+                sub = Xr[rows]
+                phi = fixed[rows] if fixed is not None else forward(
+                    sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
+                est = estimator(phi, b_ptr, b_idx, clock)
+                t0 = time.perf_counter()
+                scatter(est.U, est.coef, est.count, dense, touched)
+                classes = np.flatnonzero(touched)
+                scale = eta
+                if p.embedding == "learned":
+                    dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
+                step_classes(W, classes, dense, phi, scale)
+                if p.embedding == "learned":
+                    coo = sub.tocoo()
+                    order_f = np.argsort(coo.col, kind="stable")
+                    features, starts = np.unique(coo.col[order_f], return_index=True)
+                    feat_ptr = np.append(starts, coo.col.size).astype(np.int64)
+                    step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
+                                  coo.data[order_f], dphi, scale)
+                dense[:, classes] = 0.0
+                touched[classes] = False
+                t1 = time.perf_counter()
+                for kind in dirty:
+                    dirty[kind][classes] = True
+                if p.gradient in indexes and (step + 1) % p.reindex_every == 0:
+                    indexes[p.gradient].update(np.flatnonzero(dirty[p.gradient]))
+                    dirty[p.gradient][:] = False
+                t2 = time.perf_counter()
+                clock["update_seconds"] += t1 - t0
+                clock["reindex_seconds"] += t2 - t1
+                train_seconds += time.monotonic() - t_batch
+                step += 1
+                if progress is not None:
+                    progress(step, total)
+                position = start // batch + 1
+                if recorder is not None and (position % window == 0 or position == per_epoch):
+                    record(step, eta)
+            if cancelled:
+                break
+        if not last or last["batch"] != step:
+            record(step, p.eta0 / (1.0 + step / per_epoch))
+    epochs_done = step / per_epoch
+    info = {"train_seconds": train_seconds, "batches": step, "epochs_done": epochs_done,
+            "epoch_seconds": train_seconds / max(epochs_done, 1e-12), "batch_size": batch, "threads": n_threads,
+            "n_train": n, "cancelled": cancelled, "embedding_dim": h, "blocks": B, "retrieve": q, "mu": mu,
+            "multilabel": multilabel}
+    info.update({k: last[k] for k in ("objective", "search_recall", "gradient_cosine") if np.isfinite(last[k])})
+    model = EmbeddingModel(V=V, W=W, tanh=tanh, normalize=p.normalize, solver="ldgs", params=values, info=info)
+    if recorder is not None:
+        recorder.end(info)
+    return model
