@@ -20,6 +20,6 @@ from xcviz.server import dashboard_page, session_host_allowed  # noqa: E402
 
 if session_host_allowed():
     data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
-    dashboard_page(None, data_dirs)().servable()
+    dashboard_page(None, data_dirs)().servable(title="xcviz")
 else:
     pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

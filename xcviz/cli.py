@@ -164,8 +164,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
+    params = _solver_params(args)  # a refused parameter fails before any data is read
     train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
-    params = _solver_params(args)
     recorder = JsonLinesSink(args.records) if args.records else None
     multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,

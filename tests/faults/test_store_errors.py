@@ -17,6 +17,8 @@ from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.ui.dashboard import Dashboard
+from xcviz.ui.text import markdown_text
+from xcviz.ui.text import markdown_text
 
 
 def _one_line(result, *phrases):
@@ -107,4 +109,4 @@ def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
     assert not dashboard.store_alert.visible
     store.path.write_bytes(b"not a database" * 100)
     dashboard.refresh()  # the periodic refresh: no exception, an alert
-    assert dashboard.store_alert.visible and str(store.path) in dashboard.store_alert.object
+    assert dashboard.store_alert.visible and markdown_text(store.path) in dashboard.store_alert.object

@@ -106,7 +106,7 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
         page.locator("button[type=submit], input[type=submit]").first.click()
         page.wait_for_selector("text=Compare", timeout=60000)
         page.locator("select").first.select_option("bibtex")
-        page.get_by_role("button", name="Compare").click()
+        page.get_by_role("button", name="Compare", exact=True).click()
         seen, deadline = {}, time.monotonic() + 60
         while time.monotonic() < deadline and not (seen and "done 159/159" in page_text(page)):
             for pid in [proc.pid, *_descendants(proc.pid)]:

@@ -97,7 +97,7 @@ def test_hostile_names_show_as_text_and_run_no_script(tmp_path):
         page.wait_for_selector("text=Compare", timeout=60000)
         # launch from the page on the hostile file: runs named "<img ...>-zero" and "<img ...>-msi"
         page.locator("select").first.select_option(label=f"{TRAIN}_train.txt")
-        page.get_by_role("button", name="Compare").click()
+        page.get_by_role("button", name="Compare", exact=True).click()
         _wait_for(page, lambda b: b.count("done 6/6 labels") >= 2)
         check(page, "launched", f"{TRAIN}-zero done", f"{TRAIN}-msi done")  # the progress text
         # tick every run: legend swatches, progress text, the failed run's error above the table
@@ -120,7 +120,7 @@ def test_hostile_names_show_as_text_and_run_no_script(tmp_path):
         for path in data.glob(f"{GONE}_*"):
             path.unlink()
         page.locator("select").first.select_option(label=f"{GONE}_train.txt")
-        page.get_by_role("button", name="Compare").click()
+        page.get_by_role("button", name="Compare", exact=True).click()
         _wait_for(page, lambda b: "no such file" in b, timeout=30)
         check(page, "launch-error", f"{GONE}_train.txt")
         problems.extend([("end", "hostile elements in the page")] if _hostile_nodes(page) else [])
