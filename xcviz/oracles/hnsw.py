@@ -102,7 +102,7 @@ class HNSWOracle(IndexedOracle):
         else:
             self._insert(classes)
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         queries = self._sketch(X).astype(np.float32)
         lists = [graph.knn_query(queries, k=min(self._k, graph.get_current_count()),
                                  num_threads=numba.get_num_threads())[0] for graph in self._graphs]

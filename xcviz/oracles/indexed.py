@@ -54,8 +54,9 @@ class IndexedOracle:
         if self._frame < FRAME_FLOOR:  # before 1 / frame overflows: index the rows as they are now
             self.build(self.vectors)
 
-    def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None) -> np.ndarray:
-        """For every row x of X a class != exclude[i] with (approximately) the largest w_c . x."""
+    def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
+        """For every row x of X a class != exclude[i] with (approximately) the largest w_c . x;
+        `draw` as in MarginOracle.query."""
         vectors = self._built()
         indptr, indices, data = csr_arrays(X, vectors.n_features)
         n = indptr.shape[0] - 1
@@ -63,7 +64,7 @@ class IndexedOracle:
         if n == 0:
             return np.empty(0, np.int64)
         with using_threads(self.threads):
-            cand_ptr, cands = self._candidates(X)
+            cand_ptr, cands = self._candidates(X, draw)
             best, _ = vectors.best_among(cand_ptr, cands, indptr, indices, data, excl)
             best = np.array(best, np.int64)
             fill_missing(best, excl, vectors.n_classes, self.seed & 0x7FFFFFFFFFFFFFFF)
@@ -99,5 +100,5 @@ class IndexedOracle:
     def _reindex(self, classes: np.ndarray) -> None:
         raise NotImplementedError
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError

@@ -42,6 +42,9 @@ ITER_FIELDS = ("wall", "seconds", "epoch", "batch", "eta", "objective", "hinge",
                "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50", "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change", "truncations_skipped", "nnz",
                "memory_mb", "train_accuracy", "accuracy", "macro_f1")
 PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
+# the oracle's random draw the diagnostics ask with; training batch t asks with draw t + 1, so
+# recording never moves a training draw (the random oracle's classes, tie-breaking)
+DIAGNOSTIC_DRAW = 0
 
 
 class MemoirParams(*(params for params, _ in ORACLES.values())):
@@ -149,7 +152,7 @@ class _Diagnostics:
         reg = self.lam * (0.5 * weights.norm ** 2 if self.variant == "l2" else weights.l1_norm())
         if self.X.shape[0]:
             best, best_v = self.exact.search(self.X, self.y)
-            answer = oracle.query(self.X, self.y)
+            answer = oracle.query(self.X, self.y, draw=DIAGNOSTIC_DRAW)
             true_s, answer_s = weights.pair_scores(self.X.indptr, self.X.indices, self.X.data, self.y, answer)
             best_s = weights.scale * best_v
             error = np.maximum(best_s - answer_s, 0.0)
@@ -281,7 +284,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 Xb, yb = Xr[rows], y[rows]
                 clock["update_seconds"] += refresh()
                 t0 = time.monotonic()
-                r = oracle.query(Xb, yb)
+                r = oracle.query(Xb, yb, draw=step + 1)
                 t1 = time.monotonic()
                 s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
                 step_size = eta if p.batch_step == "sum" else eta / rows.size
