@@ -195,6 +195,23 @@ def targets(results: dict, recording: dict, memory: dict) -> list[str]:
     return out + [""]
 
 
+def dataset_table(name: str, rows: dict, note: str = "") -> list[str]:
+    """The `## name` section: LIBLINEAR, every initialiser and PPDSparse, ratios from this run."""
+    ll = rows["liblinear"]["seconds"]
+    zero = rows["zero"]["seconds"]
+    lines = [f"## {name}", "", *([note, ""] if note else []),
+             "| solver | train s (median) | speed-up vs LIBLINEAR | speed-up vs zero init | iterations (Newton / PPDSparse outer) | P@1 | P@3 | P@5 | model nnz |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, r in rows.items():
+        label = ("LIBLINEAR -s 2 loop (1 thread)" if key == "liblinear" else
+                 f"xcviz {key}" if key.startswith("ppdsparse") else f"xcviz dismec, {key} init")
+        vs_zero = "" if key == "liblinear" or key.startswith("ppdsparse") else f"{zero / r['seconds']:.2f}x"
+        p = " | ".join(f"{v:.2f}" for v in r["p@k"])
+        lines.append(f"| {label} | {r['seconds']:.3f} | {ll / r['seconds']:.2f}x | {vs_zero} | "
+                     f"{r.get('iterations', '')} | {p} | {r['nnz']} |")
+    return lines + [""]
+
+
 def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: float, repeats: int) -> str:
     lines = ["# Benchmarks", "",
              f"Written by `make bench` (`benchmarks/run.py`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
@@ -206,19 +223,7 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
               f"weights below 0.01 pruned (xcviz). LIBLINEAR: liblinear-official `-s 2 -c 1 -e 0.01 -B 1 -R`, one "
               f"binary problem per label, 1 thread, problem built once. xcviz: {THREADS} threads.", ""]
     for name, rows in results.items():
-        ll = rows["liblinear"]["seconds"]
-        zero = rows["zero"]["seconds"]
-        lines += [f"## {name}", "",
-                  "| solver | train s (median) | speed-up vs LIBLINEAR | speed-up vs zero init | iterations (Newton / PPDSparse outer) | P@1 | P@3 | P@5 | model nnz |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for key, r in rows.items():
-            label = ("LIBLINEAR -s 2 loop (1 thread)" if key == "liblinear" else
-                     f"xcviz {key}" if key.startswith("ppdsparse") else f"xcviz dismec, {key} init")
-            vs_zero = "" if key == "liblinear" or key.startswith("ppdsparse") else f"{zero / r['seconds']:.2f}x"
-            p = " | ".join(f"{v:.2f}" for v in r["p@k"])
-            lines.append(f"| {label} | {r['seconds']:.3f} | {ll / r['seconds']:.2f}x | {vs_zero} | "
-                         f"{r.get('iterations', '')} | {p} | {r['nnz']} |")
-        lines.append("")
+        lines += dataset_table(name, rows)
     lines += targets(results, recording, memory)
     off = recording["off"]
     lines += ["## Cost of recording (Delicious, MSI)", "",
@@ -242,9 +247,22 @@ def _load() -> str:
 
 
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
-    """Rerun one section (DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR, Dask, or the dashboard's, which
-    ends the file) and put it in place."""
+    """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
+    Dask, or the dashboard's, which ends the file) and put it in place."""
     old = out.read_text()
+    if name == "dismec":  # the ## bibtex and ## delicious tables, each in place (the Targets table stays)
+        for dataset in ("bibtex", "delicious"):
+            load_before = _load()
+            rows = bench_dataset(dataset, repeats)
+            lines = dataset_table(dataset, rows, f"Rerun alone (`--only dismec`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                                  f"medians of {repeats}, load average (1 / 5 / 15 min) {load_before} before and "
+                                  f"{_load()} after (other jobs on the machine): compare rows of this table only; the Targets "
+                                  "table below is from the last full `make bench`.")
+            old = out.read_text()
+            start = old.index(f"\n## {dataset}\n") + 1
+            end = old.index("\n## ", start + 1) + 1
+            out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "dismecpp":
         lines = render_peers(bench_peers(repeats), repeats, _load())
         start = old.find(lines[0])
@@ -279,7 +297,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp"],
+    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
