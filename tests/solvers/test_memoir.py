@@ -324,3 +324,19 @@ def test_recording_does_not_change_the_model(small, oracle, variant):
     recorded = fit_memoir(X, y, p, threads=2, recorder=sink, validation=(X[:50], y[:50])).weights
     assert len(sink.iterations) > 10  # the diagnostics ran many times
     assert quiet.nnz > 0 and (quiet != recorded).nnz == 0
+
+
+def test_the_summary_says_where_an_indexed_oracles_time_went(small):
+    """Queries, index updates and steps over the whole run, and the oracle's own split of them:
+    its candidate search and re-ranking happen inside the queries, its class sketches inside the
+    index builds, and every build after the first real step is an update of MEMOIR's."""
+    X, y = small
+    info = fit_memoir(X, y, MemoirParams(oracle="hnsw", epochs=2, batch_size=25, reindex_every=2, sketch_dim=16),
+                      threads=2).info
+    parts = ("query_seconds", "update_seconds", "step_seconds", "oracle_index_seconds", "oracle_sketch_seconds",
+             "oracle_candidates_seconds", "oracle_rerank_seconds")
+    assert all(info[k] > 0 for k in parts)
+    assert info["oracle_candidates_seconds"] + info["oracle_rerank_seconds"] <= info["query_seconds"] + 1e-3
+    assert info["oracle_sketch_seconds"] <= info["oracle_index_seconds"]
+    assert info["update_seconds"] <= info["oracle_index_seconds"] + 1e-3  # the build at W = 0 is not an update
+    assert info["query_seconds"] + info["update_seconds"] + info["step_seconds"] <= info["train_seconds"]
