@@ -26,7 +26,7 @@ from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
 from ldgs_bench import bench_ldgs
 from ldgs_bench import render as render_ldgs
-from memoir import bench_memoir
+from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
 from peers import bench_peers
 from peers import render as render_peers
@@ -275,6 +275,16 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         start, end = old.index(marker), old.index("## MEMOIR: margin oracles")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
+    if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
+        before = _load()
+        lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {_load()} after")
+        if lines[0] in old:
+            start = old.index(lines[0])
+            end = old.index("\n### ", start + 1) + 1
+        else:
+            start = end = old.index("### Targets", old.index("## MEMOIR"))
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "memoir":
         lines = render_memoir(bench_memoir())
         start = old.index(lines[0])
@@ -297,7 +307,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec"],
+    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
+                                           "memoir-parts"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
