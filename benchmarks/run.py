@@ -286,7 +286,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "memoir":
-        lines = render_memoir(bench_memoir())
+        lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
         start = old.index(lines[0])
         end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
     elif name == "dsmlr":  # its own section, after MEMOIR's
@@ -315,7 +315,7 @@ def main() -> None:
         _replace_section(Path(args.out), args.only, args.repeats)
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
-    memoir_lines = render_memoir(bench_memoir())
+    memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)
