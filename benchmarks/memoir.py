@@ -145,3 +145,59 @@ def render(results: dict) -> list[str]:
 
 if __name__ == "__main__":
     print(json.dumps(run_one(*sys.argv[1:4])))
+
+
+# where an epoch goes at C = 100k: every contender in one process on the same data, the exact
+# oracle once in the middle; the parts come from the training summary (fit_memoir's info)
+FAST_HNSW = {**LIGHT_HNSW, "sketch_dim": 32, "hnsw_candidates": 8, "hnsw_ef": 16}
+PARTS_CONTENDERS = {"hnsw-fast": ("hnsw", FAST_HNSW), "hnsw-light": ("hnsw", LIGHT_HNSW), "exact": ("exact", {}),
+                    "hnsw-fast-2shards": ("hnsw", {**FAST_HNSW, "hnsw_shards": 2}), "random": ("random", {}),
+                    "simplelsh": ("simplelsh", {})}
+PARTS = ("step_seconds", "update_seconds", "query_seconds", "oracle_index_seconds", "oracle_sketch_seconds",
+         "oracle_candidates_seconds", "oracle_rerank_seconds")
+
+
+def bench_parts(problem: str = "synthetic C=100k") -> dict:
+    """{contender: train seconds, accuracy, recall@10 and the parts of the epoch} for MEMOIR-l2, one
+    epoch of `problem`, all in this process (ratios from one run)."""
+    from xcviz.api import evaluate
+    from xcviz.solvers.memoir import MemoirParams, fit_memoir
+
+    train, test = _problem(problem)
+    for oracle in ("exact", "hnsw"):  # warm-up: JIT cache load
+        fit_memoir(train.X[:2000], train.Y[:2000], MemoirParams(oracle=oracle, epochs=1, **COMMON), threads=THREADS)
+    out = {}
+    for name, (oracle, extra) in PARTS_CONTENDERS.items():
+        print(f"  memoir parts {problem} {name} ...", file=sys.stderr, flush=True)
+        model = fit_memoir(train.X, train.Y, MemoirParams(oracle=oracle, epochs=1, **COMMON, **extra), threads=THREADS)
+        out[name] = {"seconds": model.info["train_seconds"], "accuracy": evaluate(model, test, threads=THREADS)["accuracy"],
+                     "recall_at_10": model.info["oracle_recall_at_10"], **{k: model.info.get(k, 0.0) for k in PARTS}}
+    return out
+
+
+def render_parts(results: dict, problem: str, load: str) -> list[str]:
+    """Markdown: the epoch of each contender split into its parts, the speed-up against exact and
+    the bound the floor (steps alone) and the index put on it."""
+    exact = results["exact"]
+    lines = [f"### {problem}: where an epoch goes", "",
+             f"MEMOIR-l2, one epoch of the benchmark's {problem} problem, every contender in one process one after "
+             f"the other (exact once, in the middle), {THREADS} threads, settings as above (`benchmarks/run.py --only "
+             f"memoir-parts`). hnsw-fast: {FAST_HNSW}. Load average (1 / 5 / 15 min) {load}: the machine was shared; "
+             "read the ratios. Parts from the training summary: steps (the weight updates), index (builds and "
+             "updates; of which class sketches), search (the index's candidate search, or the whole query of an "
+             "oracle without index) and the exact re-ranking of the candidates.", "",
+             "| oracle | s / epoch | speed-up vs exact | accuracy % | recall@10 | steps s | index s (sketches) | "
+             "search s | re-rank s | other s | bound: exact / (steps + index) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        index = r["oracle_index_seconds"] or r["update_seconds"]
+        search = r["oracle_candidates_seconds"] if r["oracle_index_seconds"] else r["query_seconds"]
+        other = r["seconds"] - r["step_seconds"] - index - search - r["oracle_rerank_seconds"]
+        lines.append(f"| {name} | {r['seconds']:.1f} | {exact['seconds'] / r['seconds']:.1f}x | {r['accuracy']:.2f} | "
+                     f"{r['recall_at_10']:.3f} | {r['step_seconds']:.1f} | {index:.1f} ({r['oracle_sketch_seconds']:.1f}) | "
+                     f"{search:.1f} | {r['oracle_rerank_seconds']:.1f} | {other:.1f} | "
+                     f"{exact['seconds'] / (r['step_seconds'] + index):.1f}x |")
+    met = [f"{k} ({exact['seconds'] / r['seconds']:.1f}x, {exact['accuracy'] - r['accuracy']:+.2f} points)"
+           for k, r in results.items() if k != "exact" and exact["seconds"] / r["seconds"] >= 10
+           and exact["accuracy"] - r["accuracy"] <= 1]
+    return lines + ["", "10x faster than exact with accuracy within 1 point: " + (", ".join(met) if met else "none"), ""]

@@ -26,7 +26,7 @@ from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
 from ldgs_bench import bench_ldgs
 from ldgs_bench import render as render_ldgs
-from memoir import bench_memoir
+from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
 from peers import bench_peers
 from peers import render as render_peers
@@ -195,6 +195,23 @@ def targets(results: dict, recording: dict, memory: dict) -> list[str]:
     return out + [""]
 
 
+def dataset_table(name: str, rows: dict, note: str = "") -> list[str]:
+    """The `## name` section: LIBLINEAR, every initialiser and PPDSparse, ratios from this run."""
+    ll = rows["liblinear"]["seconds"]
+    zero = rows["zero"]["seconds"]
+    lines = [f"## {name}", "", *([note, ""] if note else []),
+             "| solver | train s (median) | speed-up vs LIBLINEAR | speed-up vs zero init | iterations (Newton / PPDSparse outer) | P@1 | P@3 | P@5 | model nnz |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, r in rows.items():
+        label = ("LIBLINEAR -s 2 loop (1 thread)" if key == "liblinear" else
+                 f"xcviz {key}" if key.startswith("ppdsparse") else f"xcviz dismec, {key} init")
+        vs_zero = "" if key == "liblinear" or key.startswith("ppdsparse") else f"{zero / r['seconds']:.2f}x"
+        p = " | ".join(f"{v:.2f}" for v in r["p@k"])
+        lines.append(f"| {label} | {r['seconds']:.3f} | {ll / r['seconds']:.2f}x | {vs_zero} | "
+                     f"{r.get('iterations', '')} | {p} | {r['nnz']} |")
+    return lines + [""]
+
+
 def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: float, repeats: int) -> str:
     lines = ["# Benchmarks", "",
              f"Written by `make bench` (`benchmarks/run.py`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
@@ -206,19 +223,7 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
               f"weights below 0.01 pruned (xcviz). LIBLINEAR: liblinear-official `-s 2 -c 1 -e 0.01 -B 1 -R`, one "
               f"binary problem per label, 1 thread, problem built once. xcviz: {THREADS} threads.", ""]
     for name, rows in results.items():
-        ll = rows["liblinear"]["seconds"]
-        zero = rows["zero"]["seconds"]
-        lines += [f"## {name}", "",
-                  "| solver | train s (median) | speed-up vs LIBLINEAR | speed-up vs zero init | iterations (Newton / PPDSparse outer) | P@1 | P@3 | P@5 | model nnz |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for key, r in rows.items():
-            label = ("LIBLINEAR -s 2 loop (1 thread)" if key == "liblinear" else
-                     f"xcviz {key}" if key.startswith("ppdsparse") else f"xcviz dismec, {key} init")
-            vs_zero = "" if key == "liblinear" or key.startswith("ppdsparse") else f"{zero / r['seconds']:.2f}x"
-            p = " | ".join(f"{v:.2f}" for v in r["p@k"])
-            lines.append(f"| {label} | {r['seconds']:.3f} | {ll / r['seconds']:.2f}x | {vs_zero} | "
-                         f"{r.get('iterations', '')} | {p} | {r['nnz']} |")
-        lines.append("")
+        lines += dataset_table(name, rows)
     lines += targets(results, recording, memory)
     off = recording["off"]
     lines += ["## Cost of recording (Delicious, MSI)", "",
@@ -242,9 +247,22 @@ def _load() -> str:
 
 
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
-    """Rerun one section (DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR, Dask, or the dashboard's, which
-    ends the file) and put it in place."""
+    """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
+    Dask, or the dashboard's, which ends the file) and put it in place."""
     old = out.read_text()
+    if name == "dismec":  # the ## bibtex and ## delicious tables, each in place (the Targets table stays)
+        for dataset in ("bibtex", "delicious"):
+            load_before = _load()
+            rows = bench_dataset(dataset, repeats)
+            lines = dataset_table(dataset, rows, f"Rerun alone (`--only dismec`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                                  f"medians of {repeats}, load average (1 / 5 / 15 min) {load_before} before and "
+                                  f"{_load()} after (other jobs on the machine): compare rows of this table only; the Targets "
+                                  "table below is from the last full `make bench`.")
+            old = out.read_text()
+            start = old.index(f"\n## {dataset}\n") + 1
+            end = old.index("\n## ", start + 1) + 1
+            out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "dismecpp":
         lines = render_peers(bench_peers(repeats), repeats, _load())
         start = old.find(lines[0])
@@ -257,8 +275,18 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         start, end = old.index(marker), old.index("## MEMOIR: margin oracles")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
+    if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
+        before = _load()
+        lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {_load()} after")
+        if lines[0] in old:
+            start = old.index(lines[0])
+            end = old.index("\n### ", start + 1) + 1
+        else:
+            start = end = old.index("### Targets", old.index("## MEMOIR"))
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "memoir":
-        lines = render_memoir(bench_memoir())
+        lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
         start = old.index(lines[0])
         end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
     elif name == "dsmlr":  # its own section, after MEMOIR's
@@ -279,14 +307,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp"],
+    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
+                                           "memoir-parts"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
         _replace_section(Path(args.out), args.only, args.repeats)
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
-    memoir_lines = render_memoir(bench_memoir())
+    memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)

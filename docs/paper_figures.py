@@ -1,9 +1,9 @@
 """Render the paper-reproduction notebooks' figures into docs/ as PNGs.
 
 Runs notebooks/07-msi-paper-figures, 08-ppdsparse-paper and 09-memoir-paper top to bottom with
-$XCVIZ_FIGURES pointing at a temporary folder (each notebook's `figure(plot, name)` saves its plots
-there as standalone Bokeh pages), then photographs every page with headless Chromium as
-docs/NAME.png. Full sizes unless CI is set.
+$XCVIZ_FIGURES pointing at a temporary folder (each notebook's `figure(plot, name)`, from
+xcviz.ui.notebook_figures, saves its plots there as standalone Bokeh pages), then photographs
+every page with headless Chromium as docs/NAME.png. Full sizes unless CI is set.
 Run: .venv/bin/python docs/paper_figures.py [07 08 09] (default: all three).
 """
 from __future__ import annotations
@@ -19,6 +19,8 @@ from playwright.sync_api import sync_playwright
 
 from make_figures import CHROMIUM_ARGS
 
+from xcviz.ui.notebook_figures import FIGURES_ENV
+
 DOCS = Path(__file__).resolve().parent
 NOTEBOOKS = {"07": "07-msi-paper-figures.ipynb", "08": "08-ppdsparse-paper.ipynb", "09": "09-memoir-paper.ipynb"}
 
@@ -27,7 +29,7 @@ def run_notebook(name: str, folder: Path) -> None:
     """Execute one notebook in a fresh kernel that saves its figures as HTML into `folder`."""
     path = DOCS.parent / "notebooks" / name
     nb = nbformat.read(path, as_version=4)
-    os.environ["XCVIZ_FIGURES"] = str(folder)  # the kernel inherits this process's environment
+    os.environ[FIGURES_ENV] = str(folder)  # the kernel inherits this process's environment
     NotebookClient(nb, timeout=3600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
 
 

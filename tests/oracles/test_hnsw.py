@@ -2,6 +2,7 @@
 in place (nmslib/hnswlib#303), it does not add a second one."""
 import hnswlib
 import numpy as np
+import scipy.sparse as sp
 
 
 def test_add_items_with_an_existing_id_replaces_the_vector():
@@ -54,3 +55,33 @@ def test_an_update_of_most_classes_builds_a_fresh_graph(problem):
     fresh = _built(problem, 2)
     fresh.build(vectors)
     assert np.array_equal(kept.query(problem.X, problem.y), fresh.query(problem.X, problem.y))
+
+
+def test_a_fresh_graph_leaves_out_zero_classes_and_an_update_brings_them_in(problem):
+    """Zero class vectors are not inserted into a fresh graph (a third of the classes here; at
+    MEMOIR's first build about half of them): the graph holds only the others, every answer is a
+    class != the excluded one, and once a zero class changes, the update inserts it and a query
+    near it finds it."""
+    from xcviz.oracles.static import StaticVectors
+
+    from .conftest import Swappable
+
+    W = problem.W.tolil()
+    zero = np.arange(0, W.shape[0], 3)
+    W[zero] = 0
+    vectors = Swappable(W.tocsr())
+    oracle = _built(problem, 2)
+    oracle.build(vectors)
+    assert oracle._graphs[0].get_current_count() == W.shape[0] - zero.size
+    answer = oracle.query(problem.X, problem.y)
+    assert np.all((answer >= 0) & (answer != problem.y))
+    assert not np.isin(answer, zero).any()
+    vectors.set(problem.W)
+    oracle.update(zero[:5])
+    assert oracle._graphs[0].get_current_count() == W.shape[0] - zero.size + 5
+    found = oracle.query(problem.W[zero[:5]])  # each class's own vector as the query
+    assert np.mean(found == zero[:5]) >= 0.8
+    empty = _built(problem, 1)
+    empty.build(StaticVectors(sp.csr_matrix(problem.W.shape)))  # W = 0: nothing to insert
+    assert empty._graphs[0].get_current_count() == 0
+    assert np.all(empty.query(problem.X, problem.y) != problem.y)

@@ -36,8 +36,8 @@ class Twin:
     def __init__(self, exact, twin):
         self.exact, self.twin = exact, twin
 
-    def query(self, X, exclude):
-        best = self.exact.query(X, exclude)
+    def query(self, X, exclude, draw=None):
+        best = self.exact.query(X, exclude, draw)
         return np.where(self.twin[best] == exclude, best, self.twin[best])
 
 

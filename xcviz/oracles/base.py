@@ -38,9 +38,12 @@ class MarginOracle(Protocol):
     def build(self, vectors: ClassVectors) -> None:
         """Index every class of `vectors` (kept by reference: `update` re-reads from it)."""
 
-    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
+    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
         """For every row x of X: a class c != exclude[i] with (approximately) the largest w_c . x.
-        int64, one per row; exclude=None excludes nothing."""
+        int64, one per row; exclude=None excludes nothing. `draw` numbers the random draw that
+        salts the oracle's random choices (ties, random classes): None takes the oracle's next one
+        (its call counter advances); a caller asking aside, such as a diagnostic, passes its own
+        so that the main caller's draws, and so its run, stay the same."""
 
     def update(self, classes: np.ndarray) -> None:
         """Re-index `classes`, whose vectors changed since they were last indexed."""

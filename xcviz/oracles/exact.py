@@ -63,11 +63,14 @@ class ExactOracle:
         ex = np.full(X.shape[0], -1, np.int64) if exclude is None else np.asarray(exclude, np.int64)
         return (*self._cols, X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64), ex)
 
-    def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(best class, its inner product) per row of X."""
+    def search(self, X: sp.csr_matrix, exclude: np.ndarray | None = None,
+               draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(best class, its inner product) per row of X; `draw` salts the ties (see MarginOracle.query)."""
         arrays = self._queries(X, exclude)
-        self.calls += 1
-        salt = (self.seed * 0x9E3779B1 + self.calls) & 0x7FFFFFFFFFFFFFFF
+        if draw is None:
+            self.calls += 1
+            draw = self.calls
+        salt = (self.seed * 0x9E3779B1 + draw) & 0x7FFFFFFFFFFFFFFF
         with using_threads(self.threads):
             return exact_argmax(*arrays, self._vectors.n_classes, 64, salt)
 
@@ -78,5 +81,5 @@ class ExactOracle:
         with using_threads(self.threads):
             return rank_among(*arrays, np.asarray(answer, np.int64), self._vectors.n_classes, 64)
 
-    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
-        return self.search(X, exclude)[0]
+    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
+        return self.search(X, exclude, draw)[0]

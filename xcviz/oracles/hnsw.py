@@ -76,11 +76,15 @@ class HNSWOracle(IndexedOracle):
                              random_seed=(self.seed + s) & 0x7FFFFFFF)
             graph.set_ef(max(p.hnsw_ef, self._k))
             self._graphs.append(graph)
-        self._insert(np.arange(C, dtype=np.int64))
+        self._insert(np.arange(C, dtype=np.int64), skip_zero=True)
 
-    def _insert(self, classes: np.ndarray) -> None:
-        """(Re-)insert `classes` into their shards' graphs, the shards side by side."""
-        sketches, _ = self._sketch_classes(classes, self._sketch)
+    def _insert(self, classes: np.ndarray, skip_zero: bool = False) -> None:
+        """(Re-)insert `classes` into their shards' graphs, the shards side by side. skip_zero
+        leaves out zero vectors (a fresh graph): they score 0 against every query, and a class
+        that later changes is inserted by the update that follows its change."""
+        sketches, norms = self._sketch_classes(classes, self._sketch)
+        if skip_zero:
+            classes, sketches = classes[norms > 0], sketches[norms > 0]
         sketches = sketches.astype(np.float32)
         shards = len(self._graphs)
         threads = self.params.hnsw_build_threads
@@ -102,10 +106,11 @@ class HNSWOracle(IndexedOracle):
         else:
             self._insert(classes)
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         queries = self._sketch(X).astype(np.float32)
         lists = [graph.knn_query(queries, k=min(self._k, graph.get_current_count()),
-                                 num_threads=numba.get_num_threads())[0] for graph in self._graphs]
-        labels = np.hstack(lists)
+                                 num_threads=numba.get_num_threads())[0]
+                 for graph in self._graphs if graph.get_current_count()]
+        labels = np.hstack(lists) if lists else np.empty((X.shape[0], 0), np.uint64)
         n, width = labels.shape
         return np.arange(n + 1, dtype=np.int64) * width, labels.astype(np.int64).ravel()

@@ -2,6 +2,8 @@
 vectors, with a deterministic fallback when a list holds nothing but the excluded class."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -17,7 +19,11 @@ FRAME_FLOOR = 1e-100
 
 class IndexedOracle:
     """Base of the approximate oracles. A subclass implements `_index()` (index every class),
-    `_reindex(classes)` (re-index changed classes) and `_candidates(X)` (candidate lists)."""
+    `_reindex(classes)` (re-index changed classes) and `_candidates(X)` (candidate lists).
+
+    `seconds` says where the oracle's time went, cumulative: `index` (builds and updates, of
+    which `sketch` projecting class vectors), `candidates` (the index's search, query sketches
+    included) and `rerank` (exact inner products of the candidates)."""
 
     name = "indexed"
 
@@ -27,6 +33,7 @@ class IndexedOracle:
         self.threads = threads
         self.vectors: ClassVectors | None = None
         self._frame = 1.0
+        self.seconds = {"index": 0.0, "sketch": 0.0, "candidates": 0.0, "rerank": 0.0}
 
     def build(self, vectors: ClassVectors) -> None:
         """Index every class of `vectors` (kept by reference: `update` re-reads from it)."""
@@ -34,15 +41,19 @@ class IndexedOracle:
             raise ValueError(f"a margin oracle needs at least 2 classes, got {vectors.n_classes}")
         self.vectors = vectors
         self._frame = 1.0
+        t = time.perf_counter()
         with using_threads(self.threads):
             self._index()
+        self.seconds["index"] += time.perf_counter() - t
 
     def update(self, classes: np.ndarray) -> None:
         """Re-index `classes`, whose vectors changed since they were last indexed."""
         ids = class_ids(classes, self._built().n_classes)
         if ids.size:
+            t = time.perf_counter()
             with using_threads(self.threads):
                 self._reindex(ids)
+            self.seconds["index"] += time.perf_counter() - t
 
     def rescale(self, factor: float) -> None:
         """Every class vector was multiplied by `factor` > 0 (a weight store folding its scale into
@@ -54,8 +65,9 @@ class IndexedOracle:
         if self._frame < FRAME_FLOOR:  # before 1 / frame overflows: index the rows as they are now
             self.build(self.vectors)
 
-    def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None) -> np.ndarray:
-        """For every row x of X a class != exclude[i] with (approximately) the largest w_c . x."""
+    def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
+        """For every row x of X a class != exclude[i] with (approximately) the largest w_c . x;
+        `draw` as in MarginOracle.query."""
         vectors = self._built()
         indptr, indices, data = csr_arrays(X, vectors.n_features)
         n = indptr.shape[0] - 1
@@ -63,10 +75,14 @@ class IndexedOracle:
         if n == 0:
             return np.empty(0, np.int64)
         with using_threads(self.threads):
-            cand_ptr, cands = self._candidates(X)
+            t0 = time.perf_counter()
+            cand_ptr, cands = self._candidates(X, draw)
+            t1 = time.perf_counter()
             best, _ = vectors.best_among(cand_ptr, cands, indptr, indices, data, excl)
             best = np.array(best, np.int64)
             fill_missing(best, excl, vectors.n_classes, self.seed & 0x7FFFFFFFFFFFFFFF)
+        self.seconds["candidates"] += t1 - t0
+        self.seconds["rerank"] += time.perf_counter() - t1
         return best
 
     def _built(self) -> ClassVectors:
@@ -84,6 +100,7 @@ class IndexedOracle:
     def _sketch_classes(self, classes: np.ndarray, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         """Sketches and Euclidean norms of the vectors of `classes`, read a block at a time so that
         memory stays O(block + C * dim)."""
+        t = time.perf_counter()
         out = np.empty((classes.size, sketch.dim))
         norms = np.empty(classes.size)
         for start in range(0, classes.size, READ_BLOCK):
@@ -91,6 +108,7 @@ class IndexedOracle:
             rows = sp.csr_matrix(self._rows(block), dtype=np.float64)
             out[start:start + block.size] = sketch(rows)
             norms[start:start + block.size] = row_norms(rows.indptr.astype(np.int64), rows.data)
+        self.seconds["sketch"] += time.perf_counter() - t
         return out, norms
 
     def _index(self) -> None:
@@ -99,5 +117,5 @@ class IndexedOracle:
     def _reindex(self, classes: np.ndarray) -> None:
         raise NotImplementedError
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError

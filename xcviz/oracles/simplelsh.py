@@ -119,7 +119,7 @@ class SimpleLSHOracle(IndexedOracle):
             self._codes[classes] = simplelsh_codes(proj, norms, self._extra, self.bound)
             self._tabulate()
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         p = self.params
         if not self._norms.any():
             # Every class scores 0, so any class is exact: no candidates, and the base class answers
@@ -128,8 +128,10 @@ class SimpleLSHOracle(IndexedOracle):
             # every other class to one code.
             return np.zeros(X.shape[0] + 1, np.int64), np.empty(0, np.int64)
         queries = sign_codes(self._sketch(X))
-        self.calls += 1
-        salt = (self.seed * 0x9E3779B1 + self.calls) & 0x7FFFFFFFFFFFFFFF
+        if draw is None:
+            self.calls += 1
+            draw = self.calls
+        salt = (self.seed * 0x9E3779B1 + draw) & 0x7FFFFFFFFFFFFFFF
         if not p.lsh_bands:
             return hamming_nearest(queries, self._codes, p.lsh_candidates, CHUNK, salt)
         k = min(p.lsh_candidates, self._codes.size)

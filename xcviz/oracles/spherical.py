@@ -101,7 +101,7 @@ class SphericalOracle(IndexedOracle):
             self.centroids = normalised_centroids(self._sums, self._sizes, self._unit, self._assign, self.seed)
         self._members = None
 
-    def _candidates(self, X: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         if self._members is None:
             self._members = members(self._assign, self.centroids.shape[0])
         Q = self._sketch(X)

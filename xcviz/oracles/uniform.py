@@ -15,7 +15,7 @@ class UniformParams(param.Parameterized):
 
 class UniformOracle:
     """Ignores the weights: the cheapest inexact margin, and the worst; a baseline for the others.
-    Draws depend only on (seed, call number, row), so runs repeat exactly."""
+    Draws depend only on (seed, draw number, row), so runs repeat exactly."""
 
     name = "random"
 
@@ -36,9 +36,11 @@ class UniformOracle:
     def rescale(self, factor: float) -> None:
         """Nothing to re-index."""
 
-    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None) -> np.ndarray:
+    def query(self, X: sp.csr_matrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
         if self.n_classes == 0:
             raise RuntimeError("the random oracle has no classes: call build() first")
         ex = np.full(X.shape[0], -1, np.int64) if exclude is None else np.asarray(exclude, np.int64)
-        self.calls += 1
-        return uniform_other(self.seed, self.calls, ex, self.n_classes)
+        if draw is None:
+            self.calls += 1
+            draw = self.calls
+        return uniform_other(self.seed, draw, ex, self.n_classes)

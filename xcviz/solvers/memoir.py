@@ -42,6 +42,9 @@ ITER_FIELDS = ("wall", "seconds", "epoch", "batch", "eta", "objective", "hinge",
                "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50", "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change", "truncations_skipped", "nnz",
                "memory_mb", "train_accuracy", "accuracy", "macro_f1")
 PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
+# the oracle's random draw the diagnostics ask with; training batch t asks with draw t + 1, so
+# recording never moves a training draw (the random oracle's classes, tie-breaking)
+DIAGNOSTIC_DRAW = 0
 
 
 class MemoirParams(*(params for params, _ in ORACLES.values())):
@@ -149,7 +152,7 @@ class _Diagnostics:
         reg = self.lam * (0.5 * weights.norm ** 2 if self.variant == "l2" else weights.l1_norm())
         if self.X.shape[0]:
             best, best_v = self.exact.search(self.X, self.y)
-            answer = oracle.query(self.X, self.y)
+            answer = oracle.query(self.X, self.y, draw=DIAGNOSTIC_DRAW)
             true_s, answer_s = weights.pair_scores(self.X.indptr, self.X.indices, self.X.data, self.y, answer)
             best_s = weights.scale * best_v
             error = np.maximum(best_s - answer_s, 0.0)
@@ -230,6 +233,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
         clock = {"query_seconds": 0.0, "update_seconds": 0.0, "step_seconds": 0.0, "violators": 0, "seen": 0,
                  "truncation_change": 0.0, "skipped": 0, "truncations": 0}
         truncation_totals = {"change": 0.0, "skipped": 0, "truncations": 0}
+        spent = {"query_seconds": 0.0, "update_seconds": 0.0, "step_seconds": 0.0}  # the whole run's
         t_window = time.monotonic()
         written = 0
         pending = None  # "build" or "update": the index change due before the oracle is asked again
@@ -247,7 +251,9 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 oracle.update(np.flatnonzero(dirty))
             dirty[:] = False
             pending = None
-            return time.monotonic() - t
+            took = time.monotonic() - t
+            spent["update_seconds"] += took
+            return took
 
         def record(step: int, eta: float) -> None:
             nonlocal t_window, written
@@ -281,7 +287,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                 Xb, yb = Xr[rows], y[rows]
                 clock["update_seconds"] += refresh()
                 t0 = time.monotonic()
-                r = oracle.query(Xb, yb)
+                r = oracle.query(Xb, yb, draw=step + 1)
                 t1 = time.monotonic()
                 s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
                 step_size = eta if p.batch_step == "sum" else eta / rows.size
@@ -309,6 +315,8 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
                     pending = "update"
                 clock["query_seconds"] += t1 - t0
                 clock["step_seconds"] += t2 - t1
+                spent["query_seconds"] += t1 - t0
+                spent["step_seconds"] += t2 - t1
                 clock["violators"] += violators.size
                 clock["seen"] += rows.size
                 step += 1
@@ -321,13 +329,16 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
             if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
                 weights.compact(keep_average=p.average)
         seconds = time.monotonic() - t_start
+        # where an indexed oracle's time went (index builds and updates, class sketches, candidate
+        # search, exact re-ranking), the diagnostics' queries included when recording
+        oracle_seconds = {**spent, **{f"oracle_{k}_seconds": v for k, v in getattr(oracle, "seconds", {}).items()}}
         refresh()
         final = diagnostics.measure(weights, oracle)
     W = weights.average() if p.average else weights.matrix()
     W.eliminate_zeros()
     info = {"train_seconds": seconds, "batches": step, "epochs_done": step / per_epoch,
             "epoch_seconds": seconds / max(step / per_epoch, 1e-12), "batch_size": batch, "threads": n_threads,
-            "n_train": n, "cancelled": cancelled, "w_memory_mb": weights.memory_bytes / 2**20,
+            "n_train": n, "cancelled": cancelled, "w_memory_mb": weights.memory_bytes / 2**20, **oracle_seconds,
             **({"truncation_change_max": truncation_totals["change"],
                 "truncations_skipped": truncation_totals["skipped"] / truncation_totals["truncations"]}
                if truncation_totals["truncations"] else {}),
