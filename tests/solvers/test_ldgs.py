@@ -140,7 +140,8 @@ def test_training_records_the_diagnostics_and_learns(noisy):
                   "certified_mips", "accuracy", "train_accuracy"):
         assert rec[field].between(0, 1).all(), field
     assert (rec["gradient_error"] >= 0).all() and (rec["active_set"] > 0).all() and (rec["retrieved"] > 0).all()
-    assert (rec.loc[1:, ["query_seconds", "rescore_seconds", "message_seconds", "update_seconds"]] > 0).all().all()
+    assert (rec.loc[1:, ["query_seconds", "message_seconds", "update_seconds"]] > 0).all().all()
+    assert (rec["rescore_seconds"].fillna(0) == 0).all()  # decomp scores A inside message passing, S_j in the search
     top, _ = model.predict_topk(test.X, k=1)
     assert np.mean(top[:, 0] == test.Y.indices) > 0.5  # 120 classes: chance is under 0.01
 

@@ -328,7 +328,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 eta = p.eta0 / (1.0 + step / per_epoch)
                 rows = order[start:start + batch]
                 b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
-                sub = Xr[rows]
+                sub = Xr[rows] if fixed is None else None
                 phi = fixed[rows] if fixed is not None else forward(
                     sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
                 est = estimator(phi, b_ptr, b_idx, clock)
@@ -351,6 +351,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 t1 = time.perf_counter()
                 for kind in dirty:
                     dirty[kind][classes] = True
+                if p.gradient in indexes:  # the search reads the changed rows' new values at once
+                    indexes[p.gradient].refresh(classes)
                 if p.gradient in indexes and (step + 1) % p.reindex_every == 0:
                     indexes[p.gradient].update(np.flatnonzero(dirty[p.gradient]))
                     dirty[p.gradient][:] = False
