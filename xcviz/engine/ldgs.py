@@ -130,14 +130,25 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     if maxn == -np.inf:
         extra[0] = np.inf
         return 0.0
-    # only negatives within 1 of the largest (the N threshold is >= max - 1) and positives within
-    # 1 of the smallest can be non-zero: the sort runs on those alone, the result is exact
-    nn, npp = 0, 0
+    # the N threshold is at least the threshold of the unit-simplex projection of the negatives
+    # (their total is at most 1), found by Michelot's passes from max - 1: only negatives above it
+    # and positives within 1 of the smallest can be non-zero, so the sort runs on those alone and
+    # the result is exact
+    floor = maxn - 1.0
+    while True:
+        total, nn = 0.0, 0
+        for k in range(m):
+            if not pos[k] and (z[k] + 1.0) / mu > floor:
+                total += (z[k] + 1.0) / mu
+                nn += 1
+        raised = (total - 1.0) / nn
+        if raised <= floor:
+            break
+        floor = raised
+    npp = 0
     for k in range(m):
         if pos[k]:
             npp += z[k] / mu < minp + 1.0
-        else:
-            nn += (z[k] + 1.0) / mu > maxn - 1.0
     vn = np.empty(nn)
     vp = np.empty(npp)
     nn, npp = 0, 0
@@ -146,7 +157,7 @@ def loss_grad(z, pos, loss, mu, grad, extra):
             if z[k] / mu < minp + 1.0:
                 vp[npp] = z[k] / mu
                 npp += 1
-        elif (z[k] + 1.0) / mu > maxn - 1.0:
+        elif (z[k] + 1.0) / mu > floor:
             vn[nn] = (z[k] + 1.0) / mu
             nn += 1
     tn, tp = bisimplex_thresholds(vn, vp)
