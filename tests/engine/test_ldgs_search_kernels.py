@@ -34,26 +34,30 @@ def _problem(K=300, h=16, n=8, seed=0, n_pos=2):
 def test_block_search_keeps_the_q_best_probed_members_with_their_exact_block_scores(blocks, probes, q):
     W, phi, _, _ = _problem(seed=1)
     W[::7] = W[3]  # repeated rows: ties in every block
+    W[1::11, :4] = 0.0  # zero in the first block (of 4): never retrieved there, 0 in the cut
+    W[2::13] = 0.0  # zero everywhere
     bounds = block_bounds(16, blocks)
     index = BlockSphericalIndex(W, bounds, clusters=20, probes=probes, seed=3)
     S, V, cut, probed = index.search(phi, q)
-    _, ptr, ids, _, _ = index.stacked()
+    _, ptr, ids, _, _, live = index.stacked()
     for i in range(phi.shape[0]):
         for j in range(blocks):
             lo, hi = bounds[j], bounds[j + 1]
-            pool = np.concatenate([ids[j, ptr[j, c]:ptr[j, c + 1]] for c in probed[i, j]])
+            probed_rows = np.concatenate([ids[j, ptr[j, c]:ptr[j, c + 1]] for c in probed[i, j]])
+            zero = ~W[probed_rows, lo:hi].any(axis=1)
+            np.testing.assert_array_equal(live[j, probed_rows], ~zero)
+            pool = probed_rows[~zero]
             scores = W[pool, lo:hi] @ phi[i, lo:hi]
             kept = S[i, j][S[i, j] >= 0]
             assert kept.size == min(q, pool.size) and np.unique(kept).size == kept.size
             assert np.isin(kept, pool).all()
             np.testing.assert_allclose(V[i, j, :kept.size], W[kept, lo:hi] @ phi[i, lo:hi], rtol=1e-12, atol=1e-12)
             left = np.setdiff1d(pool, kept)
-            if left.size:  # nothing left out beats anything kept, and the cut is the best left out
-                best_left = (W[left, lo:hi] @ phi[i, lo:hi]).max()
+            best_left = (W[left, lo:hi] @ phi[i, lo:hi]).max() if left.size else -np.inf
+            if left.size:  # nothing left out beats anything kept
                 assert best_left <= V[i, j, :kept.size].min() + 1e-12
-                assert cut[i, j] == pytest.approx(best_left, abs=1e-12)
-            else:
-                assert cut[i, j] == -np.inf
+            want = max(best_left, 0.0) if zero.any() else best_left
+            assert cut[i, j] == pytest.approx(want, abs=1e-12)
             np.testing.assert_allclose(np.sort(scores)[::-1][:kept.size], np.sort(V[i, j, :kept.size])[::-1],
                                        atol=1e-12)
 

@@ -131,35 +131,39 @@ def loss_grad(z, pos, loss, mu, grad, extra):
         extra[0] = np.inf
         return 0.0
     # the N threshold is at least the threshold of the unit-simplex projection of the negatives
-    # (their total is at most 1), found by Michelot's passes from max - 1: only negatives above it
-    # and positives within 1 of the smallest can be non-zero, so the sort runs on those alone and
-    # the result is exact
+    # (their total is at most 1), found by Michelot's passes from max - 1 over the negatives above
+    # max - 1 (gathered once): only negatives above it and positives within 1 of the smallest can
+    # be non-zero, so the sort runs on those alone and the result is exact
+    buf = np.empty(m)
+    nn, npp = 0, 0
+    for k in range(m):
+        if pos[k]:
+            npp += z[k] / mu < minp + 1.0
+        else:
+            v = (z[k] + 1.0) / mu
+            if v > maxn - 1.0:
+                buf[nn] = v
+                nn += 1
     floor = maxn - 1.0
     while True:
-        total, nn = 0.0, 0
-        for k in range(m):
-            if not pos[k] and (z[k] + 1.0) / mu > floor:
-                total += (z[k] + 1.0) / mu
-                nn += 1
+        total, kept = 0.0, 0
+        for r in range(nn):
+            if buf[r] > floor:
+                buf[kept] = buf[r]
+                total += buf[r]
+                kept += 1
+        nn = kept
         raised = (total - 1.0) / nn
         if raised <= floor:
             break
         floor = raised
+    vn = buf[:nn]
+    vp = np.empty(npp)
     npp = 0
     for k in range(m):
-        if pos[k]:
-            npp += z[k] / mu < minp + 1.0
-    vn = np.empty(nn)
-    vp = np.empty(npp)
-    nn, npp = 0, 0
-    for k in range(m):
-        if pos[k]:
-            if z[k] / mu < minp + 1.0:
-                vp[npp] = z[k] / mu
-                npp += 1
-        elif (z[k] + 1.0) / mu > floor:
-            vn[nn] = (z[k] + 1.0) / mu
-            nn += 1
+        if pos[k] and z[k] / mu < minp + 1.0:
+            vp[npp] = z[k] / mu
+            npp += 1
     tn, tp = bisimplex_thresholds(vn, vp)
     extra[0] = tn if tn != np.inf else minp
     value = 0.0
@@ -208,20 +212,28 @@ def all_scores(W, phi, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def gather_panels(W, bounds, member_ids, panels):
+def gather_panels(W, bounds, member_ids, panels, live):
     """panels[j, d, p] = W[member_ids[j, p], bounds[j] + d]: every block's rows, transposed and laid
-    out cluster by cluster, so a probed cluster's block scores are a few contiguous axpy passes."""
+    out cluster by cluster, so a probed cluster's block scores are a few contiguous axpy passes;
+    live[j, k] = whether class k's block row is non-zero."""
     B, K = bounds.shape[0] - 1, member_ids.shape[1]
+    tile = 64  # a tile's rows stay in cache while its columns are written
     for j in prange(B):
         lo, w = bounds[j], bounds[j + 1] - bounds[j]
-        for p in range(K):
-            k = member_ids[j, p]
+        for a in range(0, K, tile):
+            b = min(K, a + tile)
+            for p in range(a, b):
+                live[j, member_ids[j, p]] = False
             for d in range(w):
-                panels[j, d, p] = W[k, lo + d]
+                for p in range(a, b):
+                    v = W[member_ids[j, p], lo + d]
+                    panels[j, d, p] = v
+                    if v != 0.0:
+                        live[j, member_ids[j, p]] = True
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def refresh_panels(W, bounds, where, classes, panels):
+def refresh_panels(W, bounds, where, classes, panels, live):
     """Copy the changed rows `classes` of W into the panels (where[j, k]: class k's panel column)."""
     B = bounds.shape[0] - 1
     for j in prange(B):
@@ -229,19 +241,25 @@ def refresh_panels(W, bounds, where, classes, panels):
         for t in range(classes.shape[0]):
             k = classes[t]
             p = where[j, k]
+            live[j, k] = False
             for d in range(w):
                 panels[j, d, p] = W[k, lo + d]
+                if W[k, lo + d] != 0.0:
+                    live[j, k] = True
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, q, S, V, cut, probed):
+def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where, live, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
     bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
     the largest inner product with the query's block (probed[i, j]), then, among their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], block rows in panels[j]), the (at most) q
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], block rows in panels[j] at the columns
+    where[j]: mostly contiguous runs, as the panels are laid out cluster by cluster), the (at most) q
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
-    none). The selection is a linear-time partition, not a sort."""
+    none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
+    is never kept; a probed one counts in the cut as 0. The selection is a linear-time partition,
+    not a sort."""
     n = phi.shape[0]
     B = bounds.shape[0] - 1
     C = centroids.shape[1]
@@ -263,22 +281,30 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, q, S, 
                 m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
             s = np.zeros(m)
             at = np.empty(m, np.int64)
+            col = np.empty(m, np.int64)
             m = 0
+            zeros = False
             for t in range(count):
-                a, b = member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]
-                for d in range(hi - lo):
-                    x = phi[i, lo + d]
-                    for p in range(a, b):
-                        s[m + p - a] += panels[j, d, p] * x
-                for p in range(a, b):
-                    at[m + p - a] = member_ids[j, p]
-                m += b - a
+                for p in range(member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]):
+                    k = member_ids[j, p]
+                    if not live[j, k]:
+                        zeros = True
+                        continue
+                    at[m] = k
+                    col[m] = where[j, k]
+                    m += 1
+            s = s[:m]
+            for d in range(hi - lo):
+                x = phi[i, lo + d]
+                row = panels[j, d]
+                for r in range(m):
+                    s[r] += row[col[r]] * x
             S[i, j, :] = -1
             if m <= q:
                 for r in range(m):
                     S[i, j, r] = at[r]
                     V[i, j, r] = s[r]
-                cut[i, j] = -np.inf
+                cut[i, j] = 0.0 if zeros else -np.inf
                 continue
             threshold = np.partition(s.copy(), m - q)[m - q]  # the q-th largest block score
             r = 0
@@ -295,7 +321,7 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, q, S, 
                     r += 1
                 elif s[x] <= threshold:
                     left = max(left, s[x])
-            cut[i, j] = left
+            cut[i, j] = max(left, 0.0) if zeros else left
 
 
 @njit(cache=True, nogil=True, parallel=True)
