@@ -9,16 +9,7 @@ from xcviz.engine.ldgs import CE, MARGIN, all_scores, bisimplex_thresholds, loss
 from xcviz.oracles.block_index import BlockSphericalIndex
 from xcviz.solvers.ldgs_search import Estimator, block_bounds
 
-
-def _clock():
-    return dict.fromkeys(("query_seconds", "rescore_seconds", "message_seconds"), 0.0)
-
-
-def _dense(est, K):
-    out = np.zeros((est.U.shape[0], K))
-    for i in range(out.shape[0]):
-        out[i, est.U[i, :est.count[i]]] = est.coef[i, :est.count[i]]
-    return out
+from tests.solvers.test_ldgs import _clock, _dense
 
 
 def _problem(K=300, h=16, n=8, seed=0, n_pos=2):

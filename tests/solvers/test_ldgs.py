@@ -119,6 +119,7 @@ def noisy():
 
 
 @pytest.mark.parametrize("config", [dict(gradient="decomp", embedding="svd", dim=24),
+                                    dict(gradient="exact", embedding="svd", dim=24),
                                     dict(gradient="mips", embedding="learned", dim=12, tanh=True, loss="ce")])
 def test_the_model_does_not_depend_on_the_thread_count(noisy, config):
     train, _ = noisy
