@@ -130,25 +130,40 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     if maxn == -np.inf:
         extra[0] = np.inf
         return 0.0
-    # only negatives within 1 of the largest (the N threshold is >= max - 1) and positives within
-    # 1 of the smallest can be non-zero: the sort runs on those alone, the result is exact
+    # the N threshold is at least the threshold of the unit-simplex projection of the negatives
+    # (their total is at most 1), found by Michelot's passes from max - 1 over the negatives above
+    # max - 1 (gathered once): only negatives above it and positives within 1 of the smallest can
+    # be non-zero, so the sort runs on those alone and the result is exact
+    buf = np.empty(m)
     nn, npp = 0, 0
     for k in range(m):
         if pos[k]:
             npp += z[k] / mu < minp + 1.0
         else:
-            nn += (z[k] + 1.0) / mu > maxn - 1.0
-    vn = np.empty(nn)
+            v = (z[k] + 1.0) / mu
+            if v > maxn - 1.0:
+                buf[nn] = v
+                nn += 1
+    floor = maxn - 1.0
+    while True:
+        total, kept = 0.0, 0
+        for r in range(nn):
+            if buf[r] > floor:
+                buf[kept] = buf[r]
+                total += buf[r]
+                kept += 1
+        nn = kept
+        raised = (total - 1.0) / nn
+        if raised <= floor:
+            break
+        floor = raised
+    vn = buf[:nn]
     vp = np.empty(npp)
-    nn, npp = 0, 0
+    npp = 0
     for k in range(m):
-        if pos[k]:
-            if z[k] / mu < minp + 1.0:
-                vp[npp] = z[k] / mu
-                npp += 1
-        elif (z[k] + 1.0) / mu > maxn - 1.0:
-            vn[nn] = (z[k] + 1.0) / mu
-            nn += 1
+        if pos[k] and z[k] / mu < minp + 1.0:
+            vp[npp] = z[k] / mu
+            npp += 1
     tn, tp = bisimplex_thresholds(vn, vp)
     extra[0] = tn if tn != np.inf else minp
     value = 0.0
@@ -164,14 +179,87 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     return value
 
 
+@njit(cache=True, nogil=True)
+def _dot(W, k, phi, i, lo, hi):
+    """W[k, lo:hi] . phi[i, lo:hi], summed in coordinate order (the order of the search's panels, so
+    a rescored block score equals the searched one bit for bit)."""
+    v = 0.0
+    for d in range(lo, hi):
+        v += W[k, d] * phi[i, d]
+    return v
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _fast_dot(a, b):
+    """a . b with the reduction vectorised (reassociated; the same order on any thread count)."""
+    v = 0.0
+    for d in range(a.shape[0]):
+        v += a[d] * b[d]
+    return v
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(W, phi, bounds, centroids, member_ptr, member_ids, probes, q, S, cut, probed):
+def all_scores(W, phi, out):
+    """out[i, k] = W[k] . phi[i] for every class (the exact estimator's scores): parallel over chunks
+    of classes, every row of W read once per batch and dotted with all the batch's queries."""
+    n, K = phi.shape[0], W.shape[0]
+    chunk = 256
+    for c in prange((K + chunk - 1) // chunk):
+        for k in range(c * chunk, min(K, (c + 1) * chunk)):
+            w = W[k]
+            for i in range(n):
+                out[i, k] = _fast_dot(w, phi[i])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gather_panels(W, bounds, member_ids, panels, live):
+    """panels[j, d, p] = W[member_ids[j, p], bounds[j] + d]: every block's rows, transposed and laid
+    out cluster by cluster, so a probed cluster's block scores are a few contiguous axpy passes;
+    live[j, k] = whether class k's block row is non-zero."""
+    B, K = bounds.shape[0] - 1, member_ids.shape[1]
+    tile = 64  # a tile's rows stay in cache while its columns are written
+    for j in prange(B):
+        lo, w = bounds[j], bounds[j + 1] - bounds[j]
+        for a in range(0, K, tile):
+            b = min(K, a + tile)
+            for p in range(a, b):
+                live[j, member_ids[j, p]] = False
+            for d in range(w):
+                for p in range(a, b):
+                    v = W[member_ids[j, p], lo + d]
+                    panels[j, d, p] = v
+                    if v != 0.0:
+                        live[j, member_ids[j, p]] = True
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def refresh_panels(W, bounds, where, classes, panels, live):
+    """Copy the changed rows `classes` of W into the panels (where[j, k]: class k's panel column)."""
+    B = bounds.shape[0] - 1
+    for j in prange(B):
+        lo, w = bounds[j], bounds[j + 1] - bounds[j]
+        for t in range(classes.shape[0]):
+            k = classes[t]
+            p = where[j, k]
+            live[j, k] = False
+            for d in range(w):
+                panels[j, d, p] = W[k, lo + d]
+                if W[k, lo + d] != 0.0:
+                    live[j, k] = True
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where, live, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
-    bounds[j+1]), the `probes` clusters whose centroids (centroids[j], block coordinates) have the
-    largest inner product with the query's block (probed[i, j]), then, among their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]]), the (at most) q classes with the largest
-    block score W[k, block] . phi[i, block], best first (ties: earlier member), into S[i, j]
-    (-1 padding); cut[i, j] = the largest block score of a member left out (-inf if none)."""
+    bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
+    the largest inner product with the query's block (probed[i, j]), then, among their members
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], block rows in panels[j] at the columns
+    where[j]: mostly contiguous runs, as the panels are laid out cluster by cluster), the (at most) q
+    classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
+    with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
+    none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
+    is never kept; a probed one counts in the cut as 0. The selection is a linear-time partition,
+    not a sort."""
     n = phi.shape[0]
     B = bounds.shape[0] - 1
     C = centroids.shape[1]
@@ -191,24 +279,49 @@ def search_blocks(W, phi, bounds, centroids, member_ptr, member_ids, probes, q, 
             m = 0
             for t in range(count):
                 m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
-            ids = np.empty(m, np.int64)
-            s = np.empty(m)
+            s = np.zeros(m)
+            at = np.empty(m, np.int64)
+            col = np.empty(m, np.int64)
             m = 0
+            zeros = False
             for t in range(count):
                 for p in range(member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]):
                     k = member_ids[j, p]
-                    v = 0.0
-                    for d in range(lo, hi):
-                        v += W[k, d] * phi[i, d]
-                    ids[m] = k
-                    s[m] = -v
+                    if not live[j, k]:
+                        zeros = True
+                        continue
+                    at[m] = k
+                    col[m] = where[j, k]
                     m += 1
-            order = np.argsort(s, kind="mergesort")
-            take = min(q, m)
+            s = s[:m]
+            for d in range(hi - lo):
+                x = phi[i, lo + d]
+                row = panels[j, d]
+                for r in range(m):
+                    s[r] += row[col[r]] * x
             S[i, j, :] = -1
-            for t in range(take):
-                S[i, j, t] = ids[order[t]]
-            cut[i, j] = -s[order[take]] if m > take else -np.inf
+            if m <= q:
+                for r in range(m):
+                    S[i, j, r] = at[r]
+                    V[i, j, r] = s[r]
+                cut[i, j] = 0.0 if zeros else -np.inf
+                continue
+            threshold = np.partition(s.copy(), m - q)[m - q]  # the q-th largest block score
+            r = 0
+            for x in range(m):
+                if s[x] > threshold:
+                    S[i, j, r] = at[x]
+                    V[i, j, r] = s[x]
+                    r += 1
+            left = -np.inf
+            for x in range(m):
+                if s[x] == threshold and r < q:
+                    S[i, j, r] = at[x]
+                    V[i, j, r] = s[x]
+                    r += 1
+                elif s[x] <= threshold:
+                    left = max(left, s[x])
+            cut[i, j] = max(left, 0.0) if zeros else left
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -232,110 +345,191 @@ def rescore(W, phi, bounds, cand_ptr, cands, pos_ptr, pos_idx, distinct, U, is_p
             p = np.searchsorted(positives, k)
             is_pos[i, t] = p < positives.shape[0] and positives[p] == k
             for j in range(B):
-                v = 0.0
-                for d in range(bounds[j], bounds[j + 1]):
-                    v += W[k, d] * phi[i, d]
-                Z[i, t, j] = v
+                Z[i, t, j] = _dot(W, k, phi, i, bounds[j], bounds[j + 1])
         count[i] = c
 
 
 @njit(cache=True, nogil=True)
-def _blocks_loss(zb, lam, pos, loss, mu, g, grad, extra):
-    """G(Lambda) = (1/B) sum_j L(B (z_j + lambda_j)); grad accumulates (1/B) sum_j of the block
-    gradients, g is scratch."""
+def _complete(zb, present, t, W, phi, i, bounds, ids):
+    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved."""
+    for j in range(zb.shape[1]):
+        if not present[t, j]:
+            zb[t, j] = _dot(W, ids[t], phi, i, bounds[j], bounds[j + 1])
+            present[t, j] = True
+
+
+@njit(cache=True, nogil=True)
+def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
+    """L(B (z~_j + lambda_j)) of block j over the candidates present in it (the others are -inf;
+    lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
     c, B = zb.shape
+    m = 0
+    for t in range(c):
+        if present[t, j]:
+            v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
+            x[m] = B * v
+            xp[m] = pos[t]
+            at[m] = t
+            m += 1
+    extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def decomposed_loss(zb, present, lam, moved, pos, loss, mu, coef):
+    """G(Lambda) = (1/B) sum_j L(B (z~_j + lambda_j)) (Theorem 1's objective, each block over the
+    candidates present in it); coef = (1/B) sum_j of the block gradients (Algorithm 2's output)."""
+    c, B = zb.shape
+    x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
+    coef[:] = 0.0
     value = 0.0
-    grad[:] = 0.0
-    x = np.empty(c)
     for j in range(B):
-        for k in range(c):
-            x[k] = B * (zb[k, j] + lam[k, j])
-        value += loss_grad(x, pos, loss, mu, g, extra) / B
-        for k in range(c):
-            grad[k] += g[k] / B
+        m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
+        value += extra[1] / B
+        for r in range(m):
+            coef[at[r]] += g[r] / B
     return value
 
 
 @njit(cache=True, nogil=True)
-def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
-    """Algorithm 2's loop on one sample: T = steps greedy message-passing steps from lam (c x B,
-    updated in place). When trace has steps + 1 entries, trace[t] = G(Lambda) after t steps
-    (trace[0]: before); an empty trace skips those evaluations. Returns |A| of the last step
-    (classes with a block gradient above tau2)."""
+def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi, i, bounds, ids):
+    """Algorithm 2's loop on one sample, restricted to the active set: T = steps greedy steps from
+    lam (c x B; rows not `moved` count as 0). Each step computes A (candidates with a block gradient
+    above tau2 in some block, each block over the candidates present in it), scores A's members
+    exactly in the blocks that did not retrieve them (O(h |A|)) and moves lambda_k towards
+    z~_k / B - z~_kj on A only (O(B |A|)). When trace has steps + 1 entries, trace[t] = G(Lambda)
+    after t steps (trace[0]: before). Returns |A| of the last step."""
     c, B = zb.shape
-    zt = np.zeros(c)
-    for k in range(c):
-        for j in range(B):
-            zt[k] += zb[k, j]
-    g = np.empty(c)
-    total = np.empty(c)
-    extra = np.empty(1)
-    x = np.empty(c)
+    x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     active = np.zeros(c, np.bool_)
+    scratch = np.empty(c)
     tracing = trace.shape[0] == steps + 1
     if tracing:
-        trace[0] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+        trace[0] = decomposed_loss(zb, present, lam, moved, pos, loss, mu, scratch)
     n_active = 0
     for t in range(1, steps + 1):
         active[:] = False
         for j in range(B):
-            for k in range(c):
-                x[k] = B * (zb[k, j] + lam[k, j])
-            loss_grad(x, pos, loss, mu, g, extra)
-            for k in range(c):
-                if abs(g[k]) > tau2:
-                    active[k] = True
+            m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
+            for r in range(m):
+                if abs(g[r]) > tau2:
+                    active[at[r]] = True
         eta = 2.0 / (t + 2.0)
         n_active = 0
         for k in range(c):
-            if active[k]:
-                n_active += 1
-                for j in range(B):
-                    lam[k, j] = eta * (zt[k] / B - zb[k, j]) + (1.0 - eta) * lam[k, j]
+            if not active[k]:
+                continue
+            n_active += 1
+            _complete(zb, present, k, W, phi, i, bounds, ids)
+            if not moved[k]:
+                lam[k, :] = 0.0
+                moved[k] = True
+            zt = 0.0
+            for j in range(B):
+                zt += zb[k, j]
+            for j in range(B):
+                lam[k, j] = eta * (zt / B - zb[k, j]) + (1.0 - eta) * lam[k, j]
         if tracing:
-            trace[t] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
+            trace[t] = decomposed_loss(zb, present, lam, moved, pos, loss, mu, scratch)
     return n_active
 
 
+@njit(cache=True, nogil=True)
+def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
+    """`messages` with every candidate scored in every block and lam (c x B) as given."""
+    c, B = zb.shape
+    present = np.ones((c, B), np.bool_)
+    moved = np.ones(c, np.bool_)
+    none = np.empty((0, 1))
+    return messages(zb.copy(), present, pos, steps, tau2, loss, mu, lam, moved, trace, none, none, 0,
+                    np.zeros(B + 1, np.int64), np.empty(0, np.int64))
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def estimate(Z, is_pos, count, steps, tau2, loss, mu, coef, value, n_active):
-    """The estimated gradient dL/dz on each sample's candidates (coef[i, :count[i]]) and loss
-    (value[i]): with one block, the loss of the candidate scores; with B > 1 blocks, Algorithm 2's
-    output (1/B) sum_j grad L(B (z_j + lambda_j)) after `steps` message-passing steps."""
-    n, _, B = Z.shape
+def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, mu, restrict, slot,
+                    U, is_pos, Z, present, count, coef, value, n_active):
+    """mips (one block) and decomp (Algorithm 2) from the block searches S (ids, -1 padding) and
+    their block scores V: the candidates U[i, :count[i]] are the positives then the union of the
+    S_j in retrieval order (deduplicated with `slot`, n x K, all -1 on entry and on exit); block j
+    knows its own retrieved scores (Z[i, t, j], present[i, t, j]) and the positives' (scored exactly
+    in every block); `restrict` = False scores every candidate in every block first (the
+    unrestricted message passing, O(h |U|)). Then `steps` greedy steps and the output gradient
+    coef[i, :count[i]] = (1/B) sum_j grad L(B (z~_j + lambda_j)), value[i] = G(Lambda)."""
+    n, B, q = S.shape
     for i in prange(n):
-        c = count[i]
-        zb = Z[i, :c, :]
-        pos = is_pos[i, :c]
-        g = np.empty(c)
-        extra = np.empty(1)
+        u = 0
+        for p in range(pos_ptr[i], pos_ptr[i + 1]):
+            k = pos_idx[p]
+            if slot[i, k] >= 0:
+                continue
+            slot[i, k] = u
+            U[i, u] = k
+            is_pos[i, u] = True
+            present[i, u, :] = False
+            u += 1
+        for j in range(B):
+            for t in range(q):
+                k = S[i, j, t]
+                if k < 0:
+                    break
+                s = slot[i, k]
+                if s < 0:
+                    s = u
+                    slot[i, k] = u
+                    U[i, u] = k
+                    is_pos[i, u] = False
+                    present[i, u, :] = False
+                    u += 1
+                Z[i, s, j] = V[i, j, t]
+                present[i, s, j] = True
+        for s in range(u):
+            slot[i, U[i, s]] = -1
+        ids = U[i, :u]
+        zb = Z[i, :u, :]
+        known = present[i, :u, :]
+        pos = is_pos[i, :u]
+        for s in range(u):
+            if pos[s] or not restrict:
+                _complete(zb, known, s, W, phi, i, bounds, ids)
+        lam = np.empty((u, B))
+        moved = np.zeros(u, np.bool_)
+        out = coef[i, :u]
         if B == 1:
-            value[i] = loss_grad(zb[:, 0].copy(), pos, loss, mu, g, extra)
+            value[i] = decomposed_loss(zb, known, lam, moved, pos, loss, mu, out)
             m = 0
-            for k in range(c):
-                m += abs(g[k]) > tau2
+            for s in range(u):
+                m += abs(out[s]) > tau2
             n_active[i] = m
         else:
-            lam = np.zeros((c, B))
-            n_active[i] = greedy_messages(zb, pos, steps, tau2, loss, mu, lam, np.empty(0))
-            total = np.empty(c)
-            value[i] = _blocks_loss(zb, lam, pos, loss, mu, g, total, extra)
-            g[:] = total
-        coef[i, :c] = g
+            n_active[i] = messages(zb, known, pos, steps, tau2, loss, mu, lam, moved, np.empty(0), W, phi, i,
+                                   bounds, ids)
+            value[i] = decomposed_loss(zb, known, lam, moved, pos, loss, mu, out)
+        count[i] = u
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def exact_scores(W, phi):
-    """All K scores of every sample (n x K)."""
-    n, K = phi.shape[0], W.shape[0]
-    out = np.empty((n, K))
+def complete_scores(W, phi, bounds, U, count, Z, present):
+    """Score every candidate exactly in every block (the certificate needs the exact scores of U)."""
+    for i in prange(U.shape[0]):
+        c = count[i]
+        for t in range(c):
+            _complete(Z[i, :c, :], present[i, :c, :], t, W, phi, i, bounds, U[i, :c])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def estimate(Z, is_pos, count, tau2, loss, mu, coef, value, n_active):
+    """The loss (value[i]) and gradient (coef[i, :count[i]]) of one-block candidate scores Z[i, :, 0]
+    (sampled softmax); n_active[i] = the gradient's support above tau2."""
+    n = Z.shape[0]
     for i in prange(n):
-        for k in range(K):
-            v = 0.0
-            for d in range(W.shape[1]):
-                v += W[k, d] * phi[i, d]
-            out[i, k] = v
-    return out
+        c = count[i]
+        g = coef[i, :c]
+        extra = np.empty(1)
+        value[i] = loss_grad(Z[i, :c, 0].copy(), is_pos[i, :c], loss, mu, g, extra)
+        m = 0
+        for k in range(c):
+            m += abs(g[k]) > tau2
+        n_active[i] = m
 
 
 @njit(cache=True, nogil=True, parallel=True)

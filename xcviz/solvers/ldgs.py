@@ -68,6 +68,10 @@ class LdgsParams(param.Parameterized):
     blocks = param.Integer(default=0, bounds=(0, 1024), doc=(
         "decomp: blocks B of h/B coordinates; 0 = the paper's (8 multiclass, 4 multi-label)."))
     steps = param.Integer(default=1, bounds=(1, 1000), doc="decomp: message-passing steps T (the paper's 1).")
+    restrict = param.Boolean(default=True, doc=(
+        "decomp: block j sees only its own retrieved classes S_j and the positives, and only the active set "
+        "A is scored in every block (the paper's O(h Q + h B |A|)); off: every retrieved class is scored in "
+        "every block first (O(h B Q), the same gradient when every block retrieves the same classes)."))
     tau2 = param.Number(default=1e-3, bounds=(0.0, 1.0), doc=(
         "Threshold of the active set A and of a gradient's support (recall, certificate)."))
     retrieve = param.Integer(default=0, bounds=(0, 10**8), doc=(
@@ -259,7 +263,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         q = p.retrieve or max(int(np.ceil(np.sqrt(K))), K // 100)
         q = min(q, K)
         common = dict(loss=loss, mu=mu, q=q, steps=p.steps, tau2=p.tau2, sample=min(K, p.sampled or max(1, K // 100)),
-                      seed=p.seed)
+                      seed=p.seed, restrict=p.restrict)
         probes = p.probes or int(np.ceil(5 * q * min(p.clusters, K) / K))
         indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
                    "decomp": BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed)}
@@ -328,7 +332,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 eta = p.eta0 / (1.0 + step / per_epoch)
                 rows = order[start:start + batch]
                 b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
-                sub = Xr[rows]
+                sub = Xr[rows] if fixed is None else None
                 phi = fixed[rows] if fixed is not None else forward(
                     sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
                 est = estimator(phi, b_ptr, b_idx, clock)
@@ -351,6 +355,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                 t1 = time.perf_counter()
                 for kind in dirty:
                     dirty[kind][classes] = True
+                if p.gradient in indexes:  # the search reads the changed rows' new values at once
+                    indexes[p.gradient].refresh(classes)
                 if p.gradient in indexes and (step + 1) % p.reindex_every == 0:
                     indexes[p.gradient].update(np.flatnonzero(dirty[p.gradient]))
                     dirty[p.gradient][:] = False
