@@ -33,6 +33,9 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
     wsd = np.empty((9, dim))
     wsn = np.empty((4, n))
     act = np.empty(n, np.int64)
+    cptr = np.empty(n + 1, np.uint64)
+    cidx = np.empty(K.compact_capacity(indptr[n]), indices.dtype)
+    cval = np.empty(cidx.shape[0], data.dtype)
     summ = np.empty((labels.shape[0], len(K.LABEL_FIELDS)))
     C = 1.0
     for b in range(labels.shape[0]):
@@ -65,19 +68,21 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
         K._xv(indptr, indices, data, w, wx)
         wtw = K._regularised_dot(w, w, False, bias_index)
         f = K._loss_sum(0, C, y, wx) + 0.5 * wtw
-        nact = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M)
+        nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
+                                  cptr, cidx, cval)
         gnorm = K._norm(g)
         t2 = monotonic_ns()
         acc[1] += t2 - t
         t = t2
         it = 0
         while gnorm > tol and it < 1000:
-            cg_steps = K._pcg(indptr, indices, data, act, nact, hcoef, False, bias_index, 0.5, g, M, s, r, d, hd, z)
+            cg_steps = K._pcg_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, False, bias_index,
+                                   0.5, g, M, s, r, d, hd, z)
             t2 = monotonic_ns()
             acc[3] += t2 - t
             # the solve's Hessian products again, alone on the clock (outside the loop's phases)
             for _ in range(cg_steps):
-                K._hess_vec(indptr, indices, data, act, nact, hcoef, d, False, bias_index, hd)
+                K._hess_vec_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, d, False, bias_index, hd)
             t3 = monotonic_ns()
             acc[2] += t3 - t2
             rows_nnz = 0
@@ -94,7 +99,8 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
             if step == 0.0:
                 break
             it += 1
-            nact = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M)
+            nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
+                                      cptr, cidx, cval)
             gnorm = K._norm(g)
             t2 = monotonic_ns()
             acc[1] += t2 - t
