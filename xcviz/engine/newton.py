@@ -126,23 +126,29 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
     cap = np.uint64(cidx.shape[0])
     pos = np.uint64(0)
     cptr[0] = 0
-    for i in range(wx.shape[0]):
+    n = wx.shape[0]
+    if loss == SQUARED_HINGE:
+        for i in range(n):  # the active set without a branch per row (rows in and out alternate unpredictably)
+            act[nact] = i
+            nact += 1 if y[i] * wx[i] < 1.0 else 0
+    else:
+        for i in range(n):
+            act[i] = i
+        nact = n
+    for a in range(nact):
+        i = act[a]
         m = y[i] * wx[i]
         if loss == SQUARED_HINGE:
-            if m >= 1.0:
-                continue
             gc = 2.0 * C * y[i] * (m - 1.0)
-            hcoef[nact] = 2.0 * C
+            h = 2.0 * C
         else:
             sig = 1.0 / (1.0 + np.exp(-m))
             gc = C * (sig - 1.0) * y[i]
-            hcoef[nact] = C * sig * (1.0 - sig)
-        h = hcoef[nact]
-        act[nact] = i
-        nact += 1
+            h = C * sig * (1.0 - sig)
+        hcoef[a] = h
         k0 = indptr[i]
         k1 = indptr[i + 1]
-        if ncomp == nact - 1 and pos + (k1 - k0) <= cap:
+        if ncomp == a and pos + (k1 - k0) <= cap:
             for k in range(k0, k1):
                 j = indices[k]
                 x = data[k]
