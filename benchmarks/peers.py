@@ -242,7 +242,7 @@ def render(results: dict | None, repeats: int, load: str) -> list[str]:
               "which leaves out the OvA-Primal vector), napkinXC's `fit` (BR, l2 loss, C 1, eps 0.01, threshold "
               "0.01) and omikuji's `train_on_data` (defaults; it reads its file inside the call), "
               f"{PY_PEER_RUNS} run(s) each. "
-              f"P@1/3/5 on the test split. Machine load (1/5/15 min) at the end: {load}; 8 agents shared its "
+              f"P@1/3/5 on the test split. Machine load (1/5/15 min) at the end: {load}; other agents' jobs shared its "
               "2 cores, so the seconds are noisy and the same-run ratios are what to read.", ""]
     for name, rows in results.items():
         lines += [f"### {name}", "",

@@ -33,6 +33,9 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
     wsd = np.empty((9, dim))
     wsn = np.empty((4, n))
     act = np.empty(n, np.int64)
+    cptr = np.empty(n + 1, np.uint64)
+    cidx = np.empty(K.compact_capacity(indptr[n]), indices.dtype)
+    cval = np.empty(cidx.shape[0], data.dtype)
     summ = np.empty((labels.shape[0], len(K.LABEL_FIELDS)))
     C = 1.0
     for b in range(labels.shape[0]):
@@ -65,19 +68,21 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
         K._xv(indptr, indices, data, w, wx)
         wtw = K._regularised_dot(w, w, False, bias_index)
         f = K._loss_sum(0, C, y, wx) + 0.5 * wtw
-        nact = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M)
+        nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
+                                  cptr, cidx, cval)
         gnorm = K._norm(g)
         t2 = monotonic_ns()
         acc[1] += t2 - t
         t = t2
         it = 0
         while gnorm > tol and it < 1000:
-            cg_steps = K._pcg(indptr, indices, data, act, nact, hcoef, False, bias_index, 0.5, g, M, s, r, d, hd, z)
+            cg_steps = K._pcg_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, False, bias_index,
+                                   0.5, g, M, s, r, d, hd, z)
             t2 = monotonic_ns()
             acc[3] += t2 - t
             # the solve's Hessian products again, alone on the clock (outside the loop's phases)
             for _ in range(cg_steps):
-                K._hess_vec(indptr, indices, data, act, nact, hcoef, d, False, bias_index, hd)
+                K._hess_vec_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, d, False, bias_index, hd)
             t3 = monotonic_ns()
             acc[2] += t3 - t2
             rows_nnz = 0
@@ -94,7 +99,8 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
             if step == 0.0:
                 break
             it += 1
-            nact = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M)
+            nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
+                                      cptr, cidx, cval)
             gnorm = K._norm(g)
             t2 = monotonic_ns()
             acc[1] += t2 - t
@@ -139,7 +145,7 @@ def profile(name: str) -> dict:
     from xcviz.solvers.dismec import DismecParams, fit_dismec
 
     train, _ = load(name)
-    prob = prepare_problem(train.X, train.Y, True, 1.0)
+    prob = prepare_problem(train.X, train.Y, True, 1.0, order_rows=True)  # as fit_dismec
     rows = prob.rows
     labels = np.arange(prob.n_labels, dtype=np.int64)
     W = np.zeros((labels.size, prob.dim))
@@ -160,7 +166,7 @@ def profile(name: str) -> dict:
     prune_block(W, labels, prob.n_features, DismecParams().prune_threshold)
     prune = time.perf_counter() - t
     t = time.perf_counter()
-    prepare_problem(train.X, train.Y, True, 1.0)
+    prepare_problem(train.X, train.Y, True, 1.0, order_rows=True)
     prep = time.perf_counter() - t
     acc[3] -= acc[2]  # the CG solve less its Hessian products: the vector updates
     phases = dict(zip(PHASES, acc * 1e-9))

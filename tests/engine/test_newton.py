@@ -95,3 +95,35 @@ def test_results_do_not_depend_on_thread_count(small, init):
     two = fit_dismec(small.X, small.Y, p, threads=2)
     assert (one.weights != two.weights).nnz == 0
     np.testing.assert_array_equal(one.bias_weights, two.bias_weights)
+
+
+def test_rows_ordered_by_length_are_the_same_problem(small):
+    """prepare_problem(order_rows=True) permutes X's rows (shortest first) and renumbers Y's
+    positives to match; the Newton engine's models on both orders differ by rounding only."""
+    from xcviz.solvers.blocks import prepare_problem
+
+    plain = prepare_problem(small.X, small.Y, True, 1.0)
+    ordered = prepare_problem(small.X, small.Y, True, 1.0, order_rows=True)
+    lengths = np.diff(ordered.rows.indptr.astype(np.int64))
+    assert (np.diff(lengths) >= 0).all() and not (np.diff(np.diff(plain.rows.indptr.astype(np.int64))) >= 0).all()
+
+    def dense(prob):
+        X = sp.csr_matrix((prob.rows.data, prob.rows.indices.astype(np.int64), prob.rows.indptr.astype(np.int64)),
+                          shape=(prob.n, prob.dim)).toarray()
+        Y = sp.csc_matrix((np.ones(prob.pos_rows.size), prob.pos_rows, prob.pos_ptr), shape=(prob.n, prob.n_labels))
+        return X, Y.toarray()
+
+    (Xp, Yp), (Xo, Yo) = dense(plain), dense(ordered)
+    key = lambda X, Y: sorted(map(tuple, np.hstack([X, Y])))  # noqa: E731 - the rows as a multiset
+    assert key(Xp, Yp) == key(Xo, Yo)
+    np.testing.assert_allclose(ordered.rows.colsum, plain.rows.colsum, rtol=1e-12)
+    model = fit_dismec(small.X, small.Y, DismecParams(prune_threshold=0.0), threads=1)
+    W = model.weights.toarray()
+    from xcviz.solvers import dismec
+    original = dismec.prepare_problem
+    try:
+        dismec.prepare_problem = lambda X, Y, normalize, bias, order_rows=False: original(X, Y, normalize, bias)
+        unordered = fit_dismec(small.X, small.Y, DismecParams(prune_threshold=0.0), threads=1)
+    finally:
+        dismec.prepare_problem = original
+    np.testing.assert_allclose(W, unordered.weights.toarray(), rtol=1e-6, atol=1e-8)

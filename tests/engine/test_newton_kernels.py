@@ -1,6 +1,7 @@
 """The Newton engine's inner kernels against plain numpy: the four-sum row dot product, the
-gradient pass that also builds the CG preconditioner, and the line search whose full-step loss is
-summed in the X s pass (benchmarks/profile_newton.py says why they are shaped this way)."""
+gradient pass that also builds the CG preconditioner and the contiguous copy of the active rows,
+the Hessian product over that copy, and the line search whose full-step loss is summed in the X s
+pass (benchmarks/profile_newton.py says why they are shaped this way)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -39,7 +40,10 @@ def test_gradient_pass_builds_gradient_active_set_and_preconditioner(loss, reg_b
     C, bias = 0.7, 8
     g, M, hcoef = np.empty(9), np.empty(9), np.empty(60)
     act = np.empty(60, np.int64)
-    nact = K._gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias, g, act, hcoef, M)
+    cptr, cidx, cval = np.empty(61, np.uint64), np.empty(X.nnz, np.uint32), np.empty(X.nnz)
+    nact, ncomp = K._gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias, g, act, hcoef, M,
+                              cptr, cidx, cval)
+    assert ncomp == nact  # room for every active row
     m = y * wx
     if loss == K.SQUARED_HINGE:
         active = np.flatnonzero(m < 1)
@@ -57,6 +61,36 @@ def test_gradient_pass_builds_gradient_active_set_and_preconditioner(loss, reg_b
     np.testing.assert_allclose(g, reg + Xa.T @ coef[active], rtol=1e-10, atol=1e-12)
     diag = (0.0 if not reg_bias else 1.0) * (np.arange(9) == bias) + (np.arange(9) != bias) + (Xa ** 2).T @ h[active]
     np.testing.assert_allclose(M, 0.99 + 0.01 * diag, rtol=1e-12)
+    copy = sp.csr_matrix((cval[:cptr[nact]], cidx[:cptr[nact]], cptr[:nact + 1].astype(np.int64)), shape=(nact, 9))
+    np.testing.assert_array_equal(copy.toarray(), Xa)
+
+
+@pytest.mark.parametrize("room", [0, 37, 10_000])
+@pytest.mark.parametrize("reg_bias", [False, True])
+def test_hessian_product_over_the_copied_and_the_remaining_active_rows(room, reg_bias):
+    """H d = d (bias coordinate left out unless regularised) + X_A^T diag(h) X_A d, whether the
+    gradient pass had room to copy none, some (a prefix) or all of the active rows."""
+    X, indptr, indices, data = _rows(80, 11, 0.3, 5)
+    rng = np.random.default_rng(6)
+    y = np.where(rng.random(80) < 0.3, 1.0, -1.0)
+    w = rng.normal(size=11) * 0.5
+    wx = X @ w
+    g, M, hcoef, act = np.empty(11), np.empty(11), np.empty(80), np.empty(80, np.int64)
+    cptr, cidx, cval = np.empty(81, np.uint64), np.empty(room, np.uint32), np.empty(room)
+    nact, ncomp = K._gradient(K.SQUARED_HINGE, 1.3, indptr, indices, data, y, wx, w, reg_bias, 10, g, act, hcoef, M,
+                              cptr, cidx, cval)
+    assert 0 < nact and (ncomp == 0 if room == 0 else 0 < ncomp) and (ncomp == nact) == (room == 10_000)
+    d = rng.normal(size=11)
+    hd = np.empty(11)
+    K._hess_vec_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, d, reg_bias, 10, hd)
+    Xa = X[act[:nact]].toarray()
+    expected = d + Xa.T @ (hcoef[:nact] * (Xa @ d))
+    if not reg_bias:
+        expected[10] -= d[10]
+    np.testing.assert_allclose(hd, expected, rtol=1e-12, atol=1e-12)
+    plain = np.empty(11)
+    K._hess_vec(indptr, indices, data, act, nact, hcoef, d, reg_bias, 10, plain)
+    np.testing.assert_array_equal(plain, hd)  # the same sums in the same order
 
 
 def test_line_search_takes_the_full_step_or_halves_it_as_liblinear():

@@ -9,8 +9,9 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def prepare_rows(indptr, indices, data, n_features, normalize, bias):
-    """X with unit-norm rows (if `normalize`) and a last column of value `bias` (if > 0).
+def prepare_rows(indptr, indices, data, n_features, normalize, bias, order=None):
+    """X's rows, in the given order if any (row r is X's row order[r]), with unit norm (if
+    `normalize`) and a last column of value `bias` (if > 0).
 
     Returns (indptr uint64, indices uint32, data float64, column sums): unsigned indices spare the
     Newton loops numba's wraparound checks; the column sums give every label's gradient at zero."""
@@ -22,7 +23,10 @@ def prepare_rows(indptr, indices, data, n_features, normalize, bias):
     colsum = np.zeros(n_features + extra)
     pos = 0
     out_ptr[0] = 0
-    for i in range(n):
+    for r in range(n):
+        i = r
+        if order is not None:
+            i = order[r]
         scale = 1.0
         if normalize:
             sq = 0.0
@@ -41,7 +45,7 @@ def prepare_rows(indptr, indices, data, n_features, normalize, bias):
             out_val[pos] = bias
             colsum[n_features] += bias
             pos += 1
-        out_ptr[i + 1] = pos
+        out_ptr[r + 1] = pos
     return out_ptr, out_idx, out_val, colsum
 
 

@@ -115,7 +115,7 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
-    prob = prepare_problem(X, Y, p.normalize, p.bias)
+    prob = prepare_problem(X, Y, p.normalize, p.bias, order_rows=True)
     rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
     msi_t = p.msi_t if p.msi_t is not None else MSI_T[p.loss]
