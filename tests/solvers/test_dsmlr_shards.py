@@ -26,10 +26,11 @@ PARAMS = dict(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
 @pytest.fixture(scope="module")
 def data():
     """Multi-label rows (replicated by DS-MLR), some without any label (dropped by it): the row
-    numbering the workers place their rows by skips them."""
-    ds = generate(400, 50, 12, avg_labels=1.5, avg_nnz=8, seed=2)
+    numbering the workers place their rows by skips them. On these rows numpy's log and numba's
+    differed in b (the Dask model was not the threads model until phase B used numba's)."""
+    ds = generate(600, 60, 12, avg_labels=1.5, avg_nnz=8, seed=4)
     Y = ds.Y.tolil()
-    for i in (0, 7, 150, 399):
+    for i in (0, 7, 150, 599):
         Y.rows[i], Y.data[i] = [], []
     return Dataset(X=ds.X, Y=Y.tocsr(), name="small")
 
@@ -45,8 +46,8 @@ def client():
 def test_a_sharded_folder_reads_back_the_rows_in_order(data, tmp_path):
     sh = write_shards(data, tmp_path / "s", 3)
     again = open_shards(tmp_path / "s")
-    assert [p["rows"] for p in again.parts] == [133, 133, 134] and again.n_rows == 400
-    assert sum(p["labelled"] for p in again.parts) == 396
+    assert [p["rows"] for p in again.parts] == [200, 200, 200] and again.n_rows == 600
+    assert sum(p["labelled"] for p in again.parts) == 596
     assert (again.X != data.X).nnz == 0 and (again.Y != data.Y).nnz == 0 and again.test is None
     assert sh.files()[0].name == MANIFEST and len(sh.files()) == 4
     with pytest.raises(ValueError, match="not an empty folder"):
@@ -103,7 +104,7 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
         assert (sharded.weights != other.weights).nnz == 0
         assert np.array_equal(sharded.bias_weights, other.bias_weights)
     assert sharded.info["objective"] == unsharded.info["objective"] < np.log(12)
-    assert sharded.info["n_rows"] == 396 and sharded.info["n_train"] == int(data.Y.nnz)
+    assert sharded.info["n_rows"] == 596 and sharded.info["n_train"] == int(data.Y.nnz)
     it = sink.frame("iteration")
     after = it[it.iteration > 0].groupby("iteration").first()
     assert (after["variational_gap"] >= 0).all() and np.isfinite(after["objective"]).all()

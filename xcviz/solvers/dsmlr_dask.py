@@ -29,6 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data.shards import Shards, read_part
+
+LOST_CHECK = 1.0  # seconds between two checks that the run's workers are still there
 from ..engine import dsmlr as K_
 from .dsmlr import Problem, State, ThreadSync, prepare
 
@@ -129,7 +131,7 @@ def _lse_task(block: tuple, state: tuple | None, wblock: tuple, c0: int, c1: int
 
 
 def _b_task(state: tuple) -> np.ndarray:
-    return -(state[0] + np.log(state[1]))
+    return K_.b_from_lse(state[0], state[1])
 
 
 def _true_task(state: tuple) -> np.ndarray:
@@ -185,11 +187,30 @@ class DaskSync(ThreadSync):
         return data
 
     def _gather(self, futures):
+        """The futures' results. Tasks are pinned to their row block's worker: when one of the run's
+        workers leaves (killed; a nanny restarts it under another address) they would wait for it
+        for ever, so the wait checks the workers every LOST_CHECK seconds and fails the run."""
+        from distributed import wait
+
+        while True:
+            try:
+                wait(futures, timeout=LOST_CHECK)
+                break
+            except TimeoutError:
+                gone = sorted(set(self.addresses) - set(self.client.scheduler_info()["workers"]))
+                if gone:
+                    raise self._lost(RuntimeError(f"worker {gone[0]} left the cluster")) from None
+            except Exception as exc:  # a lost worker takes its scattered row blocks with it
+                raise self._lost(exc) from exc
         try:
             return self.client.gather(futures)
-        except Exception as exc:  # a lost worker takes its scattered row blocks with it
-            raise RuntimeError(f"Dask sync failed ({type(exc).__name__}: {exc}); a worker was probably lost, "
-                               "its row blocks cannot be recomputed: resume the run to start it again") from exc
+        except Exception as exc:
+            raise self._lost(exc) from exc
+
+    @staticmethod
+    def _lost(exc: Exception) -> RuntimeError:
+        return RuntimeError(f"Dask sync failed ({type(exc).__name__}: {exc}); a worker was probably lost, "
+                            "its row blocks cannot be recomputed: resume the run to start it again")
 
     def epoch(self, st: State, step: float, lam: float, clip: float) -> dict:
         t0 = time.perf_counter()
