@@ -19,6 +19,7 @@ from xcviz.runs.inputs import InputError, check, record
 from xcviz.runs.sinks import MemorySink
 from xcviz.runs.spec import RunSpec
 from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 
 PARAMS = dict(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
 
@@ -129,6 +130,10 @@ def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):
 def test_a_dashboard_launch_is_confined_part_by_part(data, tmp_path):
     allowed = tmp_path / "data"
     write_shards(data, allowed / "s", 2)
+    assert dataset_choices([allowed])["s/ (sharded)"] == str(allowed / "s")  # the page offers it
+    assert checked_dataset(str(allowed / "s"), [allowed]) == (str(allowed / "s"), None)
+    with pytest.raises(DatasetRefused, match="outside the data folders"):
+        checked_dataset(str(allowed / "s"), [tmp_path / "other"])
     spec = RunSpec(dataset=str(allowed / "s"), solver="dsmlr", params=PARAMS).validate()
     recorded = record(spec, [allowed])
     assert len(recorded["files"]) == 3

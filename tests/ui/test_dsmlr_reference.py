@@ -27,7 +27,8 @@ def store(tmp_path_factory):
     runs = {}
     for name, (mode, lam) in RUNS.items():
         params = {"mode": mode, "lam": lam, "epochs": 300 if mode == "lbfgs" else 15, "grid": 4, "alpha": 100.0}
-        run = store.create(RunSpec(dataset="bibtex", solver="dsmlr", params=params, name=name).validate().to_json(), name)
+        spec = RunSpec(dataset="bibtex", solver="dsmlr", params=params, name=name).validate()
+        run = store.create(spec.to_json(), name)
         model = fit_dsmlr(ds.X, ds.Y, DsmlrParams(**params), threads=1, recorder=SqliteSink(store, run), run=run)
         store.update(run, status="done", summary={"objective": model.info["objective"]})
         runs[run] = (name, model.info["objective"])
