@@ -10,12 +10,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import numpy as np
 import psutil
 import pytest
 
+from tests.dask.test_cluster_runs import _wait_for
 from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate
 from xcviz.models import SparseModel
@@ -25,15 +25,6 @@ from xcviz.runs.store import RunStore
 from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
 
 PARAMS = {"mode": "sync", "epochs": 40, "grid": 4, "alpha": 200.0, "lam": 1e-3}
-
-
-def _wait_for(predicate, timeout=180.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _iterations(store: RunStore, run: str) -> int:

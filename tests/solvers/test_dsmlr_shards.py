@@ -19,6 +19,7 @@ from xcviz.runs.inputs import InputError, check, record
 from xcviz.runs.sinks import MemorySink
 from xcviz.runs.spec import RunSpec
 from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+from tests.solvers.test_dsmlr import client  # noqa: F401  (the LocalCluster(2) fixture)
 from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 
 PARAMS = dict(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
@@ -34,14 +35,6 @@ def data():
     for i in (0, 7, 150, 599):
         Y.rows[i], Y.data[i] = [], []
     return Dataset(X=ds.X, Y=Y.tocsr(), name="small")
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
 
 
 def test_a_sharded_folder_reads_back_the_rows_in_order(data, tmp_path):

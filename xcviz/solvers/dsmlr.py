@@ -79,8 +79,22 @@ class DsmlrParams(param.Parameterized):
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the row-block assignment and the shuffles.")
 
 
+class LabelCounts:
+    """N and each row's weight n_i from `lab_ptr`, the running sums of the rows' label counts."""
+
+    lab_ptr: np.ndarray
+
+    @property
+    def n_total(self) -> int:
+        return int(self.lab_ptr[-1])
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.diff(self.lab_ptr).astype(np.float64)
+
+
 @dataclass
-class Problem:
+class Problem(LabelCounts):
     """Training rows as the kernels take them: CSR with the bias column, the sorted classes of
     every row (lab_ptr, lab_idx; a row with n_i classes counts n_i times, N = their sum)."""
 
@@ -95,14 +109,6 @@ class Problem:
     @property
     def n_rows(self) -> int:
         return self.indptr.shape[0] - 1
-
-    @property
-    def n_total(self) -> int:
-        return int(self.lab_ptr[-1])
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.diff(self.lab_ptr).astype(np.float64)
 
 
 def class_sets(Y, n_rows: int) -> tuple[sp.csr_matrix, int]:

@@ -32,11 +32,11 @@ from ..data.shards import Shards, read_part
 
 LOST_CHECK = 1.0  # seconds between two checks that the run's workers are still there
 from ..engine import dsmlr as K_
-from .dsmlr import Problem, State, ThreadSync, prepare
+from .dsmlr import LabelCounts, Problem, State, ThreadSync, prepare
 
 
 @dataclass
-class Sizes:
+class Sizes(LabelCounts):
     """What the driver knows of a sharded Problem: its sizes, and each row's label count once the
     workers have read their blocks (lab_ptr: running sums, as in Problem)."""
 
@@ -44,14 +44,6 @@ class Sizes:
     n_classes: int
     dim: int
     lab_ptr: np.ndarray
-
-    @property
-    def n_total(self) -> int:
-        return int(self.lab_ptr[-1])
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.diff(self.lab_ptr).astype(np.float64)
 
     @classmethod
     def of(cls, shards: Shards, bias: float) -> "Sizes":
