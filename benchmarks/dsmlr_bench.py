@@ -135,6 +135,8 @@ def bench_sharded() -> dict:
                                  text=True)
             out[kind] = (json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else
                          {"error": (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]})
+            if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)
+                print(run.stderr, file=sys.stderr)
     return out
 
 

@@ -81,7 +81,10 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
                                                                                     monkeypatch):
     """The workers (processes of their own) read the parts; in the driver every reader raises."""
     write_shards(data, tmp_path / "s", 3)
-    unsharded = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=1, client=client)
+    held_out = (data.X[:100], data.Y[:100])  # the test split: read by the driver, sharded or not
+    unsharded_sink = MemorySink()
+    unsharded = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=1, client=client, recorder=unsharded_sink,
+                          validation=held_out)
     threads = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=2)
 
     def refuse(*args, **kw):
@@ -93,7 +96,7 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
     monkeypatch.setattr(Shards, "dataset", refuse)
     sink = MemorySink()
     sharded = fit_dsmlr(open_shards(tmp_path / "s"), None, DsmlrParams(**PARAMS), threads=1, client=client,
-                        recorder=sink)
+                        recorder=sink, validation=held_out)
     for other in (unsharded, threads):
         assert (sharded.weights != other.weights).nnz == 0
         assert np.array_equal(sharded.bias_weights, other.bias_weights)
@@ -102,6 +105,12 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
     it = sink.frame("iteration")
     after = it[it.iteration > 0].groupby("iteration").first()
     assert (after["variational_gap"] >= 0).all() and np.isfinite(after["objective"]).all()
+    # the exact objective (phase B on the workers) and the test accuracy, record for record
+    same = unsharded_sink.frame("iteration").groupby("iteration").first()
+    for field in ("objective", "surrogate", "variational_gap", "b_p50", "accuracy", "macro_f1"):
+        assert np.array_equal(it.groupby("iteration").first()[field].to_numpy(), same[field].to_numpy(),
+                              equal_nan=True), field
+    assert 0 < after["accuracy"].iloc[-1] <= 1
 
 
 def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..data.registry import BUNDLED, bundled_files
-from ..data.shards import MANIFEST, is_sharded, open_shards
+from ..data.shards import is_sharded, open_shards
 from .spec import RunSpec
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)
@@ -106,6 +106,6 @@ def check(spec: RunSpec, recorded: dict) -> tuple[str, str | None]:
                              f"of two data sets (launch a new run instead)")
     if is_bundled:
         return spec.dataset, None
-    if files[0].name == MANIFEST and is_sharded(files[0].parent):  # the folder; its own test split unless --test
+    if is_sharded(spec.dataset):  # the folder (files[0] is its manifest); its own test split unless --test
         return str(files[0].parent), str(files[-1]) if spec.test is not None else None
     return str(files[0]), str(files[1]) if len(files) > 1 else None
