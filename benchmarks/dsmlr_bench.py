@@ -6,6 +6,11 @@ when the objective first fell within 1% of the L-BFGS optimum. Problems: Bibtex-
 row once per label) and the synthetic multiclass generator with K = 5,000 classes. A mode that does
 not get there within its time budget is stopped and reported as such. The sync process also gives
 the peak memory of training against data + 2 x W.
+
+Sharded data on Dask (`SHARDED`): the same sync run on a LocalCluster of 2 workers, once with the
+driver reading the data and scattering its row blocks, once from a sharded folder the workers read
+themselves; the driver's peak memory (after the cluster and the JIT are warm) against the data's
+size. The driver of the sharded run should hold only W, b and per-row label counts.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ PROBLEMS = {
     "synthetic K=5000": ({"n": 10_000, "d": 2_000, "labels": 5_000}, 1e-3, 1500.0, 40, 300.0),
 }
 TARGET = 0.01
+# the sharded-data comparison: generator arguments, parts, sync parameters
+SHARDED = ({"n": 200_000, "d": 1_000, "labels": 20}, 4, {"epochs": 2, "grid": 8, "lam": 1e-3, "alpha": 1500.0})
 
 
 def _problem(name: str):
@@ -81,6 +88,83 @@ def run_one(problem: str, mode: str) -> dict:
             "final": float(np.asarray(it["objective"])[-1])}
 
 
+def run_driver(kind: str, folder: str) -> dict:
+    """DS-MLR sync on a LocalCluster(2) with this process as the driver: `loaded` reads the sharded
+    folder here and scatters it, `sharded` lets the workers read their row blocks; peak RSS of the
+    driver while training (the cluster started and the kernels compiled before the count)."""
+    from distributed import Client, LocalCluster
+
+    from xcviz.data.shards import open_shards
+    from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+
+    params = DsmlrParams(mode="sync", **SHARDED[2])
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        warm = open_shards(folder).part(0)
+        fit_dsmlr(warm.X[:300], warm.Y[:300], DsmlrParams(mode="sync", epochs=1, grid=2), threads=1, client=client)
+        del warm
+        _reset_peak()
+        before = _rss_mb()
+        t0 = time.monotonic()
+        if kind == "sharded":
+            model = fit_dsmlr(open_shards(folder), None, params, threads=1, client=client)
+        else:
+            ds = open_shards(folder).dataset()
+            model = fit_dsmlr(ds.X, ds.Y, params, threads=1, client=client)
+        seconds = time.monotonic() - t0
+        peak = _peak_mb()
+    return {"peak_extra_mb": peak - before, "w_mb": model.info["w_memory_mb"], "seconds": seconds,
+            "objective": model.info["objective"], "n_rows": model.info["n_rows"]}
+
+
+def bench_sharded() -> dict:
+    import tempfile
+
+    from xcviz.data.shards import write_shards
+    from xcviz.data.synthetic import generate
+
+    ds = generate(**SHARDED[0], multiclass=True, zipf=0.0, avg_nnz=30, seed=0)
+    data_mb = (ds.X.data.nbytes + ds.X.indices.nbytes + ds.X.indptr.nbytes) / 2**20
+    with tempfile.TemporaryDirectory() as tmp:
+        write_shards(ds, f"{tmp}/shards", SHARDED[1])
+        del ds
+        out = {"data_mb": data_mb}
+        for kind in ("loaded", "sharded"):
+            print(f"  dsmlr sharded data: driver {kind} ...", file=sys.stderr, flush=True)
+            run = subprocess.run([sys.executable, __file__, "--driver", kind, f"{tmp}/shards"], capture_output=True,
+                                 text=True)
+            out[kind] = (json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else
+                         {"error": (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]})
+            if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)
+                print(run.stderr, file=sys.stderr)
+    return out
+
+
+def render_sharded(r: dict) -> list[str]:
+    gen, parts, params = SHARDED
+    lines = ["### Sharded data on Dask: the driver's memory", "",
+             f"`generate(n={gen['n']}, d={gen['d']}, labels={gen['labels']}, multiclass=True, avg_nnz=30)` "
+             f"written by `xcviz shard` as {parts} parts; sync on a LocalCluster of 2 workers x 1 thread, "
+             f"{params['epochs']} outer iterations, G = {params['grid']}. Driver peak RSS while training, counted "
+             "after the cluster started and the kernels compiled. `loaded`: the driver reads the parts and "
+             "scatters the row blocks; `sharded`: each worker reads its own.", "",
+             "| driver | peak extra RSS MB | data MB (CSR) | W MB | train s | objective |", "|---|---|---|---|---|---|"]
+    for kind in ("loaded", "sharded"):
+        x = r.get(kind, {})
+        if "error" in x or not x:
+            lines.append(f"| {kind} | failed: {x.get('error', 'not run')} | | | | |")
+            continue
+        lines.append(f"| {kind} | {x['peak_extra_mb']:.1f} | {r['data_mb']:.1f} | {x['w_mb']:.2f} | "
+                     f"{x['seconds']:.1f} | {x['objective']:.6f} |")
+    sharded, loaded = r.get("sharded", {}), r.get("loaded", {})
+    if "peak_extra_mb" in sharded and "peak_extra_mb" in loaded:
+        same = "the same" if sharded["objective"] == loaded["objective"] else "NOT the same"
+        lines += ["", f"The sharded driver's peak is {sharded['peak_extra_mb']:.1f} MB against {r['data_mb']:.1f} MB "
+                  f"of data ({sharded['peak_extra_mb'] / r['data_mb']:.2f} x; the loaded driver "
+                  f"{loaded['peak_extra_mb'] / r['data_mb']:.2f} x); {same} objective."]
+    return lines + [""]
+
+
 def _child(problem: str, mode: str) -> dict:
     out = subprocess.run([sys.executable, __file__, problem, mode], capture_output=True, text=True)
     if out.returncode != 0:
@@ -103,6 +187,7 @@ def bench_dsmlr() -> dict:
         for mode in MODES:  # L-BFGS first: its optimum is every mode's target
             print(f"  dsmlr {problem} {mode} ...", file=sys.stderr, flush=True)
             results[problem][mode] = _child(problem, mode)
+    results["sharded"] = bench_sharded()
     return results
 
 
@@ -118,6 +203,7 @@ def render(results: dict) -> list[str]:
              "multiclass=True, zipf=0, avg_nnz=10)`, 80/20 split. One run each: the machine was shared with other "
              "jobs (load average above 8 on 2 cores), so the times are noisy; ratios come from the same run.", ""]
     checks = []
+    sharded = results.pop("sharded", None)
     for problem, rows in results.items():
         _, lam, alpha, _, _ = PROBLEMS[problem]
         best = rows.get("lbfgs", {}).get("final")
@@ -156,9 +242,14 @@ def render(results: dict) -> list[str]:
             checks.append(f"- {problem}: peak extra memory of sync {sync['peak_extra_mb']:.1f} MB vs data "
                           f"{sync['data_mb']:.1f} MB + 2 x W {2 * sync['w_mb']:.1f} MB = {bound:.1f} MB (target at most: "
                           f"{'met' if sync['peak_extra_mb'] <= bound else 'NOT met'})")
+    if sharded is not None:
+        lines += render_sharded(sharded)
     lines += ["### Targets", ""] + checks + [""]
     return lines
 
 
 if __name__ == "__main__":
-    print(json.dumps(run_one(*sys.argv[1:3])))
+    if sys.argv[1] == "--driver":
+        print(json.dumps(run_driver(*sys.argv[2:4])))
+    else:
+        print(json.dumps(run_one(*sys.argv[1:3])))

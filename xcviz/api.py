@@ -9,14 +9,15 @@ import scipy.sparse as sp
 from . import metrics
 from .data.dataset import Dataset
 from .data.registry import resolve
+from .data.shards import Shards
 from .data.transforms import replicate_multiclass
 from .models import SparseModel
 from .runs.cluster import cluster_client
 from .solvers import get_solver, make_params, param_dict
 
 
-def _as_dataset(dataset) -> Dataset:
-    if isinstance(dataset, Dataset):
+def _as_dataset(dataset) -> Dataset | Shards:
+    if isinstance(dataset, (Dataset, Shards)):
         return dataset
     if isinstance(dataset, str):
         return resolve(dataset)[0]
@@ -24,6 +25,14 @@ def _as_dataset(dataset) -> Dataset:
         return Dataset(X=dataset[0], Y=dataset[1])
     raise TypeError("dataset must be a Dataset, a bundled name or path, or an (X, Y) pair, "
                     f"not {type(dataset).__name__}")
+
+
+def fit_inputs(ds: Dataset | Shards, solver: str) -> tuple:
+    """(X, Y) for the solver's fit: a sharded set as it is for a family that reads its parts where
+    it trains (DS-MLR), else its rows, read here."""
+    if isinstance(ds, Shards) and get_solver(solver).shards:
+        return ds, None
+    return ds.X, ds.Y
 
 
 def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
@@ -35,7 +44,9 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     C = 1); other solver parameters go in **params (see the solver's parameter class).
     validation: a data set a multiclass solver measures accuracy on while it trains. cluster:
     "local:N[xT]" or "tcp://HOST:PORT" trains a one-vs-all solver's label blocks on Dask (see
-    xcviz.runs.cluster); the model's info then says where, and how long starting and scattering took."""
+    xcviz.runs.cluster); the model's info then says where, and how long starting and scattering took.
+    A sharded folder (`xcviz shard`) trains DS-MLR's sync on a cluster without its rows ever being
+    read here (the workers read the parts); any other solver reads every part."""
     ds = _as_dataset(dataset)
     given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
     p = make_params(solver, **given, **params)
@@ -49,7 +60,7 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     with cluster_client(cluster, threads) as session:
         if session is not None:
             extra["cluster"] = session
-        model = family.fit(ds.X, ds.Y, p, threads=threads, recorder=recorder, progress=progress, **extra)
+        model = family.fit(*fit_inputs(ds, solver), p, threads=threads, recorder=recorder, progress=progress, **extra)
     model.info["dataset"] = ds.name
     return model
 
@@ -58,7 +69,10 @@ def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks
              threads: int | None = None) -> dict[str, float]:
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
     for its propensities), in percent; for a multi-class test split also accuracy and macro-F1.
-    A multiclass model meets multi-label test rows replicated once per label, as it was trained."""
+    A multiclass model meets multi-label test rows replicated once per label, as it was trained.
+    A sharded training set gives no PSP: its rows (and label counts) are not read for it."""
+    if isinstance(train, Shards):
+        train = None
     family = get_solver(model.solver)
     if family.multiclass and not family.multilabel and not test.is_multiclass:
         X, y = replicate_multiclass(test.X, test.Y)

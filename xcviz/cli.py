@@ -96,6 +96,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shard(args: argparse.Namespace) -> int:
+    from .data.registry import resolve
+    from .data.shards import Shards, write_shards
+
+    train, test = resolve(args.dataset, _paired_test(args.dataset, args.test))
+    if isinstance(train, Shards):
+        raise ValueError(f"{args.dataset}: already sharded")
+    shards = write_shards(train, args.outdir, args.parts, test)
+    print(f"wrote {args.outdir}: {shards.n_rows} rows in {len(shards.parts)} parts, {shards.n_features} features, "
+          f"{shards.n_labels} labels" + (", test split test.txt" if shards.test else ""))
+    return 0
+
+
 def _parse_sets(pairs: list[str]) -> dict:
     values = {}
     for pair in pairs:
@@ -331,7 +344,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="a bundled name (see `xcviz datasets`) or a training file (XC text or LIBSVM)")
+    p.add_argument("dataset", help="a bundled name (see `xcviz datasets`), a training file (XC text or LIBSVM) "
+                                   "or a folder written by `xcviz shard`")
     p.add_argument("--test", help="test file for a training file given by path")
     p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir | ldgs | dsmlr")
     p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
@@ -379,6 +393,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=float, default=0.3, help="share of rows in the test file (default 0.3)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("shard", help="split a data set into a folder of XC part files and a manifest, for workers "
+                                     "to read their own rows (DS-MLR sync on Dask)")
+    p.add_argument("dataset", help="a bundled name or a training file (XC text or LIBSVM)")
+    p.add_argument("outdir", help="a new (or empty) folder")
+    p.add_argument("--parts", type=int, required=True, help="number of part files (contiguous row ranges)")
+    p.add_argument("--test", help="test file to keep beside the parts (default: the bundled or paired test split)")
+    p.set_defaults(func=cmd_shard)
 
     p = sub.add_parser("train", help="train a solver; prints metrics on the test split")
     _add_solver_options(p)

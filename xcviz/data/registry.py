@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from .dataset import Dataset
 from .errors import DatasetFormatError
+from .shards import Shards, is_sharded, open_shards
 from .textio import detect_format, load_cached, read_libsvm
 
 SPARSE_SLACK = 16  # a training file may declare up to this many times more D (or L) than its body holds
@@ -108,8 +109,16 @@ def _reshaped(ds: Dataset, n_features: int, n_labels: int) -> Dataset:
     return Dataset(X=X, Y=Y, name=ds.name, path=ds.path)
 
 
-def resolve(spec: str, test: str | None = None) -> tuple[Dataset, Dataset | None]:
-    """A bundled name ("bibtex") or a training-file path (with an optional test path)."""
+def resolve(spec: str, test: str | None = None) -> tuple[Dataset | Shards, Dataset | None]:
+    """A bundled name ("bibtex"), a training-file path (with an optional test path) or a sharded
+    folder (`xcviz shard`; its rows unread until asked for, its test split unless `test` is given)."""
+    if is_sharded(spec):
+        shards = open_shards(spec)
+        if test is None:
+            return shards, shards.test_set()
+        if detect_format(test) != "xc":
+            raise DatasetFormatError(test, 1, "is not an XC file (header N D L) like the parts of a sharded folder")
+        return shards, _test_for(shards, load_cached(test, format="xc"))
     if spec in BUNDLED and not Path(spec).exists():
         train, bundled_test = load(spec)
         if test is None:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ..data.registry import BUNDLED, bundled_files
+from ..data.shards import is_sharded, open_shards
 from .spec import RunSpec
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)
@@ -25,9 +26,13 @@ class InputError(ValueError):
 
 
 def input_files(spec: RunSpec) -> tuple[list[Path], bool]:
-    """The files the run reads, and whether they are the bundled data (which every run may read)."""
+    """The files the run reads, and whether they are the bundled data (which every run may read).
+    A sharded folder reads its manifest (first), its parts and its test split."""
     if spec.dataset in BUNDLED and spec.test is None and not Path(spec.dataset).exists():
         return bundled_files(spec.dataset), True
+    if is_sharded(spec.dataset):
+        files = open_shards(spec.dataset).files()
+        return files + ([Path(spec.test)] if spec.test is not None else []), False
     files = [Path(spec.dataset)] + ([Path(spec.test)] if spec.test is not None else [])
     return files, False
 
@@ -101,4 +106,6 @@ def check(spec: RunSpec, recorded: dict) -> tuple[str, str | None]:
                              f"of two data sets (launch a new run instead)")
     if is_bundled:
         return spec.dataset, None
+    if is_sharded(spec.dataset):  # the folder (files[0] is its manifest); its own test split unless --test
+        return str(files[0].parent), str(files[-1]) if spec.test is not None else None
     return str(files[0]), str(files[1]) if len(files) > 1 else None

@@ -18,7 +18,7 @@ import traceback
 import numpy as np
 
 from .. import __version__
-from ..api import evaluate
+from ..api import evaluate, fit_inputs
 from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
@@ -106,7 +106,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     store.clear_records(run)
     with cluster_client(spec.cluster, spec.threads) as cluster:
         model = get_solver(spec.solver).fit(
-            train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
+            *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=SqliteSink(store, run), run=run,
             progress=lambda done, total: store.update(run, done=done, total=total),
             stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y),

@@ -28,6 +28,7 @@ class Solver:
     compare: str
     multiclass: bool = False
     multilabel: bool = False
+    shards: bool = False  # fit takes a data.shards.Shards as X (Y None) and reads its parts where it trains
 
     @property
     def distributes(self) -> bool:
@@ -41,7 +42,8 @@ __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
                                "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
                                "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True),
-                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True),
+                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True,
+                                               shards=True),
                                "ldgs": Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", multiclass=True,
                                               multilabel=True)}
 

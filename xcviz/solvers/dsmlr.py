@@ -33,6 +33,7 @@ import param
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
+from ..data.shards import Shards
 from ..engine import dsmlr as K_
 from ..engine.sparse import prepare_rows
 from ..engine.threads import using_threads
@@ -78,8 +79,22 @@ class DsmlrParams(param.Parameterized):
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the row-block assignment and the shuffles.")
 
 
+class LabelCounts:
+    """N and each row's weight n_i from `lab_ptr`, the running sums of the rows' label counts."""
+
+    lab_ptr: np.ndarray
+
+    @property
+    def n_total(self) -> int:
+        return int(self.lab_ptr[-1])
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.diff(self.lab_ptr).astype(np.float64)
+
+
 @dataclass
-class Problem:
+class Problem(LabelCounts):
     """Training rows as the kernels take them: CSR with the bias column, the sorted classes of
     every row (lab_ptr, lab_idx; a row with n_i classes counts n_i times, N = their sum)."""
 
@@ -94,14 +109,6 @@ class Problem:
     @property
     def n_rows(self) -> int:
         return self.indptr.shape[0] - 1
-
-    @property
-    def n_total(self) -> int:
-        return int(self.lab_ptr[-1])
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.diff(self.lab_ptr).astype(np.float64)
 
 
 def class_sets(Y, n_rows: int) -> tuple[sp.csr_matrix, int]:
@@ -268,7 +275,7 @@ def _check(prob: Problem, p: DsmlrParams) -> None:
     if prob.n_rows == 0 or prob.n_classes < 2:
         raise ValueError(f"nothing to train: {prob.n_rows} rows with a class, {prob.n_classes} classes "
                          "(DS-MLR needs at least 2)")
-    most = int(np.diff(prob.lab_ptr).max())
+    most = int(prob.weights.max())
     if p.alpha / prob.n_total * p.lam * most >= 1.0:
         raise ValueError(f"the decay 1 - eta K lam n_i must stay in (0, 1): alpha * lam * {most} / N = "
                          f"{p.alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
@@ -278,7 +285,9 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
               run: str = "run", progress: Callable[[int, int], None] | None = None,
               stop: Callable[[], bool] | None = None, validation=None, client=None, cluster=None,
               **_background) -> SparseModel:
-    """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids).
+    """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids),
+    or on a sharded data set (X a data.shards.Shards, Y None): with a Dask client its workers read
+    the parts and the driver never holds the rows; without one it is read here.
 
     validation: (X, Y) whose accuracy and macro-F1 are recorded. client: a dask.distributed
     Client for `sync` on Dask (xcviz.solvers.dsmlr_dask); cluster: the (Client, ClusterInfo) of
@@ -290,15 +299,26 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
         client = cluster[0]
     if client is not None and p.mode != "sync":
         raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
-    prob = prepare(X, Y, p.normalize, p.bias)
-    _check(prob, p)
+    shards = None
+    if isinstance(X, Shards):  # read by the Dask workers; without a cluster, here
+        if client is not None:
+            from .dsmlr_dask import Sizes
+
+            shards, prob = X, Sizes.of(X, p.bias)
+            if prob.n_rows == 0 or prob.n_classes < 2:
+                _check(prob, p)
+        else:
+            X, Y = X.X, X.Y
+    if shards is None:
+        prob = prepare(X, Y, p.normalize, p.bias)
+        _check(prob, p)
     val = None
     if validation is not None:
         val = prepare(validation[0], validation[1], p.normalize, p.bias, dim=prob.dim, n_classes=prob.n_classes)
     evaluate = Evaluator(val)
     G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
     values = param_dict(p)
-    N, n_classes = prob.n_total, prob.n_classes
+    n_classes = prob.n_classes
     st = State(np.zeros((n_classes, prob.dim)), np.ones(n_classes), np.full(prob.n_rows, -np.log(n_classes)))
 
     with using_threads(threads) as n_threads:
@@ -306,14 +326,17 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
         if p.mode == "sync" and client is not None:
             from .dsmlr_dask import DaskSync
 
-            engine = DaskSync(client, prob, G, p.seed)
+            engine = DaskSync(client, prob, G, p.seed, shards, (p.normalize, p.bias))
             n_workers = engine.n_workers
+            if shards is not None:  # the rows' label counts are known now
+                _check(prob, p)
         elif p.mode == "sync":
             engine = ThreadSync(prob, G, n_threads, p.seed)
         elif p.mode == "async":
             engine = ThreadAsync(prob, G, n_threads, p.seed)
         else:
             engine = None
+        N = prob.n_total
         if recorder is not None:
             recorder.begin({"run": run, "solver": "dsmlr", "params": values, "threads": n_threads, "n": N,
                             "n_rows": prob.n_rows, "n_features": prob.dim, "n_labels": n_classes,

@@ -9,6 +9,13 @@ more, each row block accumulating its partial log-sum-exps in ring order, and se
 worker. The tasks run the same numba kernels on the same numbers as `ThreadSync`, with the same
 grid and the same row orders, so the model is the same bit for bit.
 
+Sharded data (`xcviz.data.shards`): the driver reads only the manifest. Each worker streams the
+part files once (`_load_blocks`), keeps the rows of its own row blocks, preprocesses them as
+`prepare` would (rows are preprocessed one by one, so the numbers are the same) and returns only
+each row's label count: the driver holds W, b and per-row counts, never X. The row blocks are the
+same random partition as without shards, so the model is too; the price is that every worker
+reads every part (P reads of the data, from a folder all workers see).
+
 The driver (the store's single writer) gathers W and b once per outer iteration for the records.
 A lost worker loses the row blocks scattered to it, which Dask cannot recompute: the epoch then
 fails with a RuntimeError naming the cause, the run ends as failed, and a resume starts it again.
@@ -16,11 +23,32 @@ fails with a RuntimeError naming the cause, the run ends as failed, and a resume
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..data.shards import Shards, read_part
+
+LOST_CHECK = 1.0  # seconds between two checks that the run's workers are still there
 from ..engine import dsmlr as K_
-from .dsmlr import Problem, State, ThreadSync
+from .dsmlr import LabelCounts, Problem, State, ThreadSync, prepare
+
+
+@dataclass
+class Sizes(LabelCounts):
+    """What the driver knows of a sharded Problem: its sizes, and each row's label count once the
+    workers have read their blocks (lab_ptr: running sums, as in Problem)."""
+
+    n_rows: int
+    n_classes: int
+    dim: int
+    lab_ptr: np.ndarray
+
+    @classmethod
+    def of(cls, shards: Shards, bias: float) -> "Sizes":
+        return cls(sum(p["labelled"] for p in shards.parts), shards.n_labels,
+                   shards.n_features + (1 if bias > 0 else 0), np.zeros(1, np.int64))
 
 
 def _row_block(prob: Problem, rows: np.ndarray) -> tuple:
@@ -32,6 +60,42 @@ def _row_block(prob: Problem, rows: np.ndarray) -> tuple:
     ltake = np.concatenate([np.arange(a, b) for a, b in zip(ls, le)]) if rows.size else np.zeros(0, np.int64)
     lab_ptr = np.concatenate(([0], np.cumsum(le - ls))).astype(np.int64)
     return indptr, prob.indices[take], prob.data[take], lab_ptr, prob.lab_idx[ltake]
+
+
+def _load_blocks(shards: Shards, wanted: dict[int, np.ndarray], normalize: bool, bias: float) -> dict:
+    """On a worker: the row blocks `wanted` (block -> global numbers of its labelled rows, in the
+    block's order) read from the part files, one part in memory at a time, each block as
+    `_row_block` would cut it from the whole Problem."""
+    offsets = np.concatenate(([0], np.cumsum([p["labelled"] for p in shards.parts])))
+    pieces: dict[int, list] = {r: [] for r in wanted}
+    for k, path in enumerate(shards.part_paths()):
+        lo, hi = offsets[k], offsets[k + 1]
+        if not any(((rows >= lo) & (rows < hi)).any() for rows in wanted.values()):
+            continue
+        part = read_part(path, shards.parts[k], shards.n_features, shards.n_labels)
+        labelled = np.flatnonzero(np.diff(part.Y.indptr) > 0)
+        for r, rows in wanted.items():
+            at = np.flatnonzero((rows >= lo) & (rows < hi))
+            if at.size:
+                take = labelled[rows[at] - lo]
+                pieces[r].append((at, part.X[take], part.Y[take]))
+    out = {}
+    for r, got in pieces.items():
+        where = np.concatenate([g[0] for g in got])
+        order = np.argsort(where)
+        X = sp.vstack([g[1] for g in got], format="csr")[order]
+        Y = sp.vstack([g[2] for g in got], format="csr")[order]
+        prob = prepare(X, Y, normalize, bias, dim=shards.n_features + (1 if bias > 0 else 0), n_classes=shards.n_labels)
+        out[r] = (prob.indptr.astype(np.int64), prob.indices, prob.data, prob.lab_ptr, prob.lab_idx)
+    return out
+
+
+def _pick(blocks: dict, r: int) -> tuple:
+    return blocks[r]
+
+
+def _counts(block: tuple) -> np.ndarray:
+    return np.diff(block[3])
 
 
 def _sgd_task(block: tuple, b: np.ndarray, perm: np.ndarray, wblock: tuple, c0: int, c1: int, step: float,
@@ -59,7 +123,7 @@ def _lse_task(block: tuple, state: tuple | None, wblock: tuple, c0: int, c1: int
 
 
 def _b_task(state: tuple) -> np.ndarray:
-    return -(state[0] + np.log(state[1]))
+    return K_.b_from_lse(state[0], state[1])
 
 
 def _true_task(state: tuple) -> np.ndarray:
@@ -69,7 +133,12 @@ def _true_task(state: tuple) -> np.ndarray:
 class DaskSync(ThreadSync):
     """Algorithm 1 on a dask.distributed Client; the same grid and orders as ThreadSync."""
 
-    def __init__(self, client, prob: Problem, G: int, seed: int) -> None:
+    def __init__(self, client, prob: Problem, G: int, seed: int, shards: Shards | None = None,
+                 preprocess: tuple[bool, float] = (True, 1.0)) -> None:
+        """prob: the whole Problem, scattered by row blocks; or with `shards`, a Problem of the
+        sizes only (n_rows, n_classes, dim; no rows), the workers reading their row blocks from the
+        parts (preprocessed by `preprocess` = (normalize, bias)) and the driver getting each row's
+        label count into prob.lab_ptr."""
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise RuntimeError("the Dask cluster has no workers")
@@ -77,8 +146,11 @@ class DaskSync(ThreadSync):
         self.client, self.addresses = client, workers
         self.owner = [workers[r % len(workers)] for r in range(G)]
         self.rows = [self.blocks[a:b] for a, b in zip(self.row_ptr[:-1], self.row_ptr[1:])]
-        self.data = [client.scatter(_row_block(prob, rows), workers=[self.owner[r]], hash=False)
-                     for r, rows in enumerate(self.rows)]
+        if shards is None:
+            self.data = [client.scatter(_row_block(prob, rows), workers=[self.owner[r]], hash=False)
+                         for r, rows in enumerate(self.rows)]
+        else:
+            self.data = self._load(shards, *preprocess)
         self.b = [client.scatter(np.full(rows.size, -np.log(prob.n_classes)), workers=[self.owner[r]], hash=False)
                   for r, rows in enumerate(self.rows)]
         zero = (np.zeros((0, prob.dim)), np.ones(0))
@@ -86,12 +158,51 @@ class DaskSync(ThreadSync):
                   for a, b in zip(self.class_ptr[:-1], self.class_ptr[1:])]
         self.where = [None] * G  # the worker holding each class block's latest version
 
+    def _load(self, shards: Shards, normalize: bool, bias: float) -> list:
+        """Each worker reads its row blocks from the parts; the label counts come back to
+        prob.lab_ptr (the driver's only per-row state besides b)."""
+        data = [None] * self.G
+        for w in self.addresses:
+            mine = {r: self.rows[r] for r in range(self.G) if self.owner[r] == w}
+            if not mine:
+                continue
+            loaded = self.client.submit(_load_blocks, shards, mine, normalize, bias, workers=[w],
+                                        allow_other_workers=False, pure=False)
+            for r in mine:
+                data[r] = self.client.submit(_pick, loaded, r, workers=[w], pure=False)
+        counts = self._gather([self.client.submit(_counts, f, workers=[self.owner[r]], pure=False)
+                               for r, f in enumerate(data)])
+        per_row = np.zeros(self.prob.n_rows, np.int64)
+        for rows, c in zip(self.rows, counts):
+            per_row[rows] = c
+        self.prob.lab_ptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
+        return data
+
     def _gather(self, futures):
+        """The futures' results. Tasks are pinned to their row block's worker: when one of the run's
+        workers leaves (killed; a nanny restarts it under another address) they would wait for it
+        for ever, so the wait checks the workers every LOST_CHECK seconds and fails the run."""
+        from distributed import wait
+
+        while True:
+            try:
+                wait(futures, timeout=LOST_CHECK)
+                break
+            except TimeoutError:
+                gone = sorted(set(self.addresses) - set(self.client.scheduler_info()["workers"]))
+                if gone:
+                    raise self._lost(RuntimeError(f"worker {gone[0]} left the cluster")) from None
+            except Exception as exc:  # a lost worker takes its scattered row blocks with it
+                raise self._lost(exc) from exc
         try:
             return self.client.gather(futures)
-        except Exception as exc:  # a lost worker takes its scattered row blocks with it
-            raise RuntimeError(f"Dask sync failed ({type(exc).__name__}: {exc}); a worker was probably lost, "
-                               "its row blocks cannot be recomputed: resume the run to start it again") from exc
+        except Exception as exc:
+            raise self._lost(exc) from exc
+
+    @staticmethod
+    def _lost(exc: Exception) -> RuntimeError:
+        return RuntimeError(f"Dask sync failed ({type(exc).__name__}: {exc}); a worker was probably lost, "
+                            "its row blocks cannot be recomputed: resume the run to start it again")
 
     def epoch(self, st: State, step: float, lam: float, clip: float) -> dict:
         t0 = time.perf_counter()

@@ -2,12 +2,14 @@
 folders, and nothing outside them (a path that leads out of the folders, by `..` or a link, is
 refused). A symbolic link in a folder is followed when its target is inside one of the folders, and
 listed as refused, with the reason, when it is not. A training file `NAME_train.txt*` is paired
-with `NAME_test.txt*` beside it if present."""
+with `NAME_test.txt*` beside it if present. A folder written by `xcviz shard` (a `manifest.json`
+inside) is offered too, by its name; its parts are confined one by one at launch (runs.inputs)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..data.registry import bundled
+from ..data.shards import MANIFEST, is_sharded
 
 
 class DatasetRefused(ValueError):
@@ -28,6 +30,9 @@ def dataset_choices(data_dirs: list[str | Path]) -> dict[str, str]:
         for path in sorted(folder.glob("*_train.txt*")):
             if path.is_file() and _inside(path, folders):
                 choices[path.name] = str(path)
+        for manifest in sorted(folder.glob(f"*/{MANIFEST}")):
+            if manifest.is_file() and _inside(manifest, folders):
+                choices[f"{manifest.parent.name}/ (sharded)"] = str(manifest.parent)
     return choices
 
 
@@ -53,6 +58,8 @@ def checked_dataset(value: str, data_dirs: list[str | Path]) -> tuple[str, str |
     path = Path(value)
     if not folders or not _inside(path, folders):
         raise DatasetRefused(f"data set {value!r} is outside the data folders this server was started with")
+    if is_sharded(path):
+        return str(path), None
     if not path.is_file():
         raise DatasetRefused(f"data set {value!r}: no such file")
     stem, _, suffix = path.name.partition("_train.txt")

@@ -10,7 +10,9 @@ holds every shown run. Adding a glyph per run instead makes the browser rebuild 
 once per added run: 20 runs took 90 s to appear. A refresh or a control (x-axis, log scales,
 smoothing) recomputes only the curves whose run has new records or whose view changed, and sends
 a figure new data only when one of its curves changed. The numbers come from `RunAggregate`; this
-module only smooths (before downsampling), downsamples and scales them for drawing.
+module only smooths (before downsampling), downsamples and scales them for drawing. A fourth glyph
+draws reference lines across a figure (`references.py`: DS-MLR's L-BFGS optimum), dashed, named in
+the legend, and counted in the figure's y range.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_r
 from .fields import FIELDS, plotted_fields
 from .figures import fit, locked, new_figure, scaled, set_log, style_legend
 from .records import PlotRun
+from .references import Reference
 
 AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work",
               "epoch (streaming solvers)": "epoch"}
@@ -64,6 +67,14 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
     return bands, lines, points
 
 
+def _reference_columns(refs: list[Reference], x_range, log_y: bool) -> dict:
+    """The reference lines' source: each across the figure's x range, at its value as drawn."""
+    xs = [np.array([x_range.start, x_range.end], np.float64) for _ in refs]
+    ys = [np.full(2, scaled(np.array([r.value]), log_y)[0]) for r in refs]
+    return {"xs": xs, "ys": ys, "color": [r.color for r in refs], "label": [r.label for r in refs],
+            "value": [r.value for r in refs]}
+
+
 class LivePlots:
     """The band plots of the runs given to `show`, with their controls."""
 
@@ -87,13 +98,16 @@ class LivePlots:
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
         self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
+        self.references: dict[str, list[Reference]] = {}
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
-    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
+    def show(self, runs: dict[str, PlotRun], text: bool = True,
+             references: dict[str, list[Reference]] | None = None) -> None:
         """Plot these runs (run id -> PlotRun), in this order, hiding any others; `text`: also
-        update the lines beside the figures."""
+        update the lines beside the figures; `references`: field -> lines drawn across its figure."""
         self.runs = runs
+        self.references = references or {}
         self.redraw(text)
 
     def _settings(self) -> tuple:
@@ -120,13 +134,15 @@ class LivePlots:
             curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
                       ] if field in fields else []
             thinned |= any(c["thinned"] for _, _, c in curves)
-            sent = [(run, state) for run, state, _ in curves]
+            refs = self.references.get(field, []) if curves else []
+            sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
             if self._sent.get(field) != sent:  # new data, or a new view of it: new ranges too
                 data = _columns([(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
                 for source, columns in zip(self._sources[field], data):
                     source.data = columns
                 self._sent[field] = sent
-                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y)
+                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y, refs)
+                self._sources[field][3].data = _reference_columns(refs, fig.x_range, log_y)
             visible = self._drawn[field]
             if visible:
                 set_log(fig.yaxis[0], log_y, FIELDS[field].label)
@@ -137,11 +153,12 @@ class LivePlots:
                 self._figures[field].visible = visible
         self._titles_and_rules(drawn, thinned, text)
 
-    def _fit(self, field: str, fig, curves: list[dict], log_y: bool) -> bool:
-        """Ranges from what the figure draws now; False if it draws nothing (no finite point)."""
+    def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = ()) -> bool:
+        """Ranges from what the figure draws now (reference lines included); False if it draws
+        nothing (no finite point)."""
         unit = FIELDS[field].unit
         pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
-        ys = [c[k] for c in curves for k in ("median", "lower", "upper")]
+        ys = [c[k] for c in curves for k in ("median", "lower", "upper")] + [scaled([r.value for r in refs], log_y)]
         return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned)
 
     def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool, text: bool = True) -> None:
@@ -184,10 +201,13 @@ class LivePlots:
         fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
         fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
         hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
+        refs = ColumnDataSource(_reference_columns([], fig.x_range, False))
+        fig.multi_line(xs="xs", ys="ys", source=refs, line_color="color", line_width=1.5, line_dash="dashed",
+                       legend_field="label")
         fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
         style_legend(fig)
         pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
-        self._figures[field], self._sources[field] = pane, (bands, lines, points)
+        self._figures[field], self._sources[field] = pane, (bands, lines, points, refs)
         return pane
 
     def _curve(self, field: str, run: str, plot_run: PlotRun, log_y: bool) -> tuple[tuple, dict]:

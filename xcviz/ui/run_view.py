@@ -11,6 +11,7 @@ from .figures import run_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
+from .references import lbfgs_references
 
 
 class RunView:
@@ -43,7 +44,7 @@ class RunView:
                 else:
                     self._complete.discard(run)
             runs[run] = PlotRun(row["name"], run_color(row), self.cache.runs[run], int(row["total"]))
-        self.plots.show(runs, text="plots" in texts)
+        self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
         self.positives.show(runs, text="positives" in texts)
         return runs
 

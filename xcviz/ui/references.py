@@ -1,0 +1,56 @@
+"""Reference lines drawn across a figure: DS-MLR's optimum, taken from the L-BFGS runs shown.
+
+A DS-MLR run in mode `lbfgs` is the baseline the other modes are measured against (scipy L-BFGS
+on the exact objective (2), as in the paper's Figure 3). Its lowest recorded objective is the best
+known value of (2) for its problem: its data set (and test file), lambda, row normalisation and
+bias, which are what the objective depends on. Among the shown runs, each such problem with an
+L-BFGS run gets one dashed line in the objective figure, at the lowest objective of its L-BFGS
+runs, in that run's colour and named after it. Nothing is guessed: with no L-BFGS run shown there
+is no line (launch one, e.g. Compare over `mode` with lbfgs ticked). A live L-BFGS run's line
+follows its best objective so far.
+"""
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+import numpy as np
+
+from .records import PlotRun
+
+PROBLEM_PARAMS = ("lam", "normalize", "bias")
+
+
+class Reference(NamedTuple):
+    """A horizontal line at `value` in a field's figure, its legend `label` and `color`."""
+
+    value: float
+    label: str
+    color: str
+
+
+def _problem(row: dict) -> tuple | None:
+    """What a DS-MLR run's objective depends on, or None for another solver's run."""
+    try:
+        spec = json.loads(row["spec"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(spec, dict) or spec.get("solver") != "dsmlr" or not isinstance(spec.get("params"), dict):
+        return None
+    return (spec.get("dataset"), spec.get("test"), *(spec["params"].get(k) for k in PROBLEM_PARAMS))
+
+
+def lbfgs_references(rows: dict[str, dict], runs: dict[str, PlotRun]) -> dict[str, list[Reference]]:
+    """field -> its reference lines: the best L-BFGS objective of each problem among `runs` (run id
+    -> PlotRun, with `rows` their store rows)."""
+    best: dict[tuple, tuple[float, PlotRun]] = {}
+    for run, plot_run in runs.items():
+        problem = _problem(rows.get(run, {}))
+        if problem is None or json.loads(rows[run]["spec"])["params"].get("mode") != "lbfgs":
+            continue
+        values = plot_run.records.iterations.bands("objective", "iteration")["median"].to_numpy(np.float64)
+        values = values[np.isfinite(values)]
+        if values.size and (problem not in best or values.min() < best[problem][0]):
+            best[problem] = (float(values.min()), plot_run)
+    lines = [Reference(value, f"L-BFGS optimum ({p.name})", p.color) for value, p in best.values()]
+    return {"objective": lines} if lines else {}
