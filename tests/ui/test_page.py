@@ -161,7 +161,8 @@ def page(opened):
         break
     try:
         page.get_by_text("runs shown: 0,").wait_for(timeout=10000)
-    except PlaywrightTimeout:  # the server kept a tick the page dropped (see the report of issue 14): start afresh
+    except PlaywrightTimeout:  # the server kept a tick the page dropped (ticks travel as row numbers while
+        # rows move: a known race, left open): start afresh
         _open(page, page.url)
         page.get_by_text("runs shown: 0,").wait_for(timeout=30000)
     page.get_by_text("Live plots", exact=True).click()
