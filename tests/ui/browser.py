@@ -1,9 +1,9 @@
 """Headless Debian chromium through Playwright, as the project's browser tests use it.
 
-One chromium serves the whole test session (starting it costs seconds on a loaded machine);
-each `browser_page` gets a fresh context of its own (no cookies, storage or cache shared between
-tests), closed when the test is done with it."""
-import atexit
+A page opened while another is open (a module's shared page, a report opened beside it) shares
+its chromium; each `browser_page` gets a fresh context of its own (no cookies, storage or cache
+shared between tests). Chromium and Playwright stop when the last open page closes: Playwright's
+synchronous API keeps an event loop running, which `asyncio.run` elsewhere in the suite refuses."""
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,34 +13,20 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-_session: dict = {}
-
-
-def _browser():
-    """The session's chromium, started on first use (again if it has gone) and closed at exit."""
-    browser = _session.get("browser")
-    if browser is None or not browser.is_connected():
-        if "playwright" not in _session:
-            _session["playwright"] = sync_playwright().start()
-            atexit.register(_close)
-        browser = _session["browser"] = _session["playwright"].chromium.launch(executable_path=CHROMIUM, args=ARGS)
-    return browser
-
-
-def _close() -> None:
-    try:
-        if _session.get("browser") is not None:
-            _session["browser"].close()
-        _session.pop("playwright").stop()
-    except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone already
-        pass
+_open_pages: list = []  # the chromium of the pages open now, once per open page
 
 
 @contextmanager
 def browser_page(width: int = 1100, height: int = 900):
     """A fresh page; yields (page, console_errors) where console_errors collects error messages."""
     ARTIFACTS.mkdir(exist_ok=True)
-    context = _browser().new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    if _open_pages:
+        browser, playwright = _open_pages[-1], None
+    else:
+        playwright = sync_playwright().start()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    _open_pages.append(browser)
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
@@ -49,6 +35,10 @@ def browser_page(width: int = 1100, height: int = 900):
         yield page, errors
     finally:
         context.close()
+        _open_pages.pop()
+        if playwright is not None:
+            browser.close()
+            playwright.stop()
 
 
 def page_text(page) -> str:
