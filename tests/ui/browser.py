@@ -1,4 +1,9 @@
-"""Headless Debian chromium through Playwright, as the project's browser tests use it."""
+"""Headless Debian chromium through Playwright, as the project's browser tests use it.
+
+A page opened while another is open (a module's shared page, a report opened beside it) shares
+its chromium; each `browser_page` gets a fresh context of its own (no cookies, storage or cache
+shared between tests). Chromium and Playwright stop when the last open page closes: Playwright's
+synchronous API keeps an event loop running, which `asyncio.run` elsewhere in the suite refuses."""
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -8,21 +13,32 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+_open_pages: list = []  # the chromium of the pages open now, once per open page
 
 
 @contextmanager
 def browser_page(width: int = 1100, height: int = 900):
     """A fresh page; yields (page, console_errors) where console_errors collects error messages."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": width, "height": height})
-        errors: list[str] = []
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        try:
-            yield page, errors
-        finally:
+    ARTIFACTS.mkdir(exist_ok=True)
+    if _open_pages:
+        browser, playwright = _open_pages[-1], None
+    else:
+        playwright = sync_playwright().start()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    _open_pages.append(browser)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page, errors
+    finally:
+        context.close()
+        _open_pages.pop()
+        if playwright is not None:
             browser.close()
+            playwright.stop()
 
 
 def page_text(page) -> str:
@@ -37,3 +53,14 @@ def page_text(page) -> str:
         walk(document.body);
         return out.join(" ");
     }""")
+
+
+def cut_cells(page) -> list[str]:
+    """The cells of the page's tables whose text does not fit (field: text)."""
+    return page.evaluate("""() => { const out = [];
+      const walk = (root) => { root.querySelectorAll('*').forEach((el) => {
+        if (el.shadowRoot) walk(el.shadowRoot);
+        if (el.classList.contains('tabulator-cell') && el.getAttribute('tabulator-field') && el.offsetParent !== null
+            && el.scrollWidth > el.clientWidth + 1)
+          out.push(el.getAttribute('tabulator-field') + ': ' + el.textContent); }); };
+      walk(document); return out; }""")

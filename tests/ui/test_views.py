@@ -53,6 +53,7 @@ def test_solver_switch_filters_errors_and_delete(prepared, server, home):
         assert "Variants to compare (init)" in page_text(page) and "msi_t" in page_text(page)
         page.locator("select").nth(1).select_option("ppdsparse")  # the solver
         _wait_for(page, "Variants to compare (loss)")
+        _wait_for(page, "kappa")  # the solver's parameters follow its variants, in another update
         text = page_text(page)
         assert "lam" in text and "kappa" in text and "msi_t" not in text
         page.get_by_placeholder("all solvers").click()  # the solver filter

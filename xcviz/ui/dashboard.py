@@ -123,7 +123,8 @@ class Dashboard:
         elif tab == 3:
             self.workers.update(self._rows, list(runs))
         total = sum(len(r.records.iterations) for r in runs.values())
-        how = "ticked" if self.runs.ticked() else "launched from this page; tick runs to choose" if runs else \
+        how = "ticked" if self.runs.ticked() else "launched from this page or training when it opened; tick runs " \
+            "to choose" if runs else \
             "tick runs in the table to plot them"
         text = f"records shown: {total} (runs shown: {len(runs)}, {how})"
         if text != self.status.object:

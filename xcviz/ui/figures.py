@@ -6,7 +6,8 @@ cannot switch an axis between linear and log after the figure exists, so a log a
 linear axis over log10 of the values, with tick labels printed as the values themselves.
 
 Ranges are set here from the data drawn (`fit`), not left to the browser: Bokeh's automatic
-ranges go stale (NaN, or the previous runs' extent) when the runs or the x-axis change. Ticks are
+ranges go stale (NaN, or the previous runs' extent) when the runs or the x-axis change. New records
+of the same view keep a range the user zoomed (`follow=False`); Reset then returns to the data. Ticks are
 chosen here too: a log axis ticks at powers of ten (1-2-5 steps within one decade), and every axis
 prints its numbers with one formatter, so no two ticks read the same.
 """
@@ -58,7 +59,8 @@ def locked(fn: Callable) -> Callable:
 def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260, **kwargs):
     """An empty figure with fixed ranges that `fit` sets from the data it draws."""
     fig = figure(title=title, width=width, height=height, tools="pan,wheel_zoom,box_zoom,reset,save",
-                 toolbar_location="right", x_range=Range1d(0, 1), y_range=Range1d(0, 1), **kwargs)
+                 toolbar_location="right", x_range=Range1d(0, 1, reset_start=0, reset_end=1),
+                 y_range=Range1d(0, 1, reset_start=0, reset_end=1), **kwargs)
     fig.xaxis.axis_label, fig.yaxis.axis_label = x_label, y_label
     for axis in (fig.xaxis[0], fig.yaxis[0]):  # updated in place: new models sent to a live page can go astray
         axis.formatter = CustomJSTickFormatter(code=_LINEAR_TICKS)
@@ -76,15 +78,22 @@ def style_legend(fig) -> None:
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round linear ticks between lo and hi (steps 1, 2 or 5 times a power of ten)."""
+    """Round linear ticks between lo and hi (steps 1, 2 or 5 times a power of ten): the widest
+    step that gives about `count` ticks, and at least two."""
     span = hi - lo
     if not span > 0:
         return [lo]
     raw = span / count
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.ceil(lo / step) * step
-    return [round(first + i * step, 12) for i in range(int((hi - first) / step + 1e-9) + 1)]
+    best = [lo]
+    for step in (m * power for m in (0.1, 0.2, 0.5, 1, 2, 5, 10)):
+        first = math.ceil(lo / step) * step
+        ticks = [round(first + i * step, 12) for i in range(int((hi - first) / step + 1e-9) + 1)]
+        if len(ticks) >= 2:
+            best = ticks
+        if step >= raw and len(best) >= 2:
+            break
+    return best
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
@@ -102,9 +111,11 @@ def log_ticks(lo: float, hi: float) -> list[float]:
 
 
 def fit(fig, xs: list[np.ndarray], ys: list[np.ndarray], log_x: bool, log_y: bool,
-        y_bounds: tuple[float, float] | None = None) -> bool:
+        y_bounds: tuple[float, float] | None = None, follow: bool = True) -> bool:
     """Set the figure's ranges (and their reset) to the finite values drawn, with a 5% margin, and
-    its ticks; y_bounds pins the y range (shares: 0 to 1). False if nothing finite is drawn."""
+    its ticks; y_bounds pins the y range (shares: 0 to 1). False if nothing finite is drawn.
+    With `follow` False (new records of the same runs, same view), a range the user has zoomed or
+    panned keeps the user's extent and only its reset (the Reset tool) moves to the data."""
     ranges = []
     for values, pinned in ((xs, None), (ys, y_bounds)):
         finite = np.concatenate([np.asarray(v, np.float64).ravel() for v in values]) if values else np.array([])
@@ -115,13 +126,27 @@ def fit(fig, xs: list[np.ndarray], ys: list[np.ndarray], log_x: bool, log_y: boo
         pad = (hi - lo) * 0.05 or max(abs(lo) * 0.1, 0.5)
         ranges.append((lo - pad, hi + pad) if pinned is None else (lo - pad / 4, hi + pad / 4))
     for rng, (lo, hi) in zip((fig.x_range, fig.y_range), ranges):
-        if (rng.start, rng.end) != (lo, hi):
+        if not follow and zoomed(rng):
+            if (rng.reset_start, rng.reset_end) != (lo, hi):
+                rng.update(reset_start=lo, reset_end=hi)
+        elif (rng.start, rng.end, rng.reset_start, rng.reset_end) != (lo, hi, lo, hi):
             rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
-    for axis, (lo, hi), log in ((fig.xaxis[0], ranges[0], log_x), (fig.yaxis[0], ranges[1], log_y)):
-        ticks = log_ticks(lo, hi) if log else _nice_ticks(lo, hi)
+    retick(fig, log_x, log_y)
+    return True
+
+
+def zoomed(rng) -> bool:
+    """Whether the user has zoomed or panned this range: `fit` always sets a range and its reset
+    together, and the Reset tool brings the range back to its reset."""
+    return (rng.start, rng.end) != (rng.reset_start, rng.reset_end)
+
+
+def retick(fig, log_x: bool, log_y: bool) -> None:
+    """Ticks for the ranges as shown now (the data's extent, or the user's zoom)."""
+    for axis, rng, log in ((fig.xaxis[0], fig.x_range, log_x), (fig.yaxis[0], fig.y_range, log_y)):
+        ticks = log_ticks(rng.start, rng.end) if log else _nice_ticks(rng.start, rng.end)
         if list(axis.ticker.ticks) != ticks:
             axis.ticker.ticks = ticks
-    return True
 
 
 def set_log(axis, log: bool, label: str) -> None:

@@ -3,7 +3,8 @@ for a run that records a single trajectory, such as MEMOIR's).
 
 One figure per field the runs record (see `fields.FIELDS`), in that table's order, in a grid that
 wraps to the page's width; one colour per run in every figure, named by each figure's legend;
-ranges and ticks set from the data drawn after every change (`figures.fit`).
+ranges and ticks set from the data drawn after every change of the shown runs or the view
+(`figures.fit`); new records of the same view keep a zoom the user made, whose ticks follow it.
 A figure has three glyphs made with it, whatever the number of runs: the bands (patches), the
 medians (multi-line) and invisible points that carry the hover, each fed by one data source that
 holds every shown run. Adding a glyph per run instead makes the browser rebuild a figure's views
@@ -22,7 +23,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
-from .figures import fit, locked, new_figure, scaled, set_log, style_legend
+from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .references import Reference
 
@@ -93,12 +94,13 @@ class LivePlots:
         self.grid = pn.FlexBox(sizing_mode="stretch_width", stylesheets=[GRID_CSS])
         self.runs: dict[str, PlotRun] = {}
         self._figures: dict[str, pn.pane.Bokeh] = {}
-        self._sources: dict[str, tuple[ColumnDataSource, ColumnDataSource, ColumnDataSource]] = {}
+        self._sources: dict[str, tuple[ColumnDataSource, ...]] = {}
         self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
         self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
         self.references: dict[str, list[Reference]] = {}
+        self._views: dict[str, tuple] = {}  # field -> the runs and settings its ranges were fitted for
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
@@ -141,8 +143,13 @@ class LivePlots:
                 for source, columns in zip(self._sources[field], data):
                     source.data = columns
                 self._sent[field] = sent
-                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y, refs)
+                view = (tuple(run for run, _, _ in curves), self._settings(), log_y, tuple(refs))
+                follow, self._views[field] = self._views.get(field) != view, view
+                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
+                                                                refs, follow)
                 self._sources[field][3].data = _reference_columns(refs, fig.x_range, log_y)
+            elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
+                retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
             visible = self._drawn[field]
             if visible:
                 set_log(fig.yaxis[0], log_y, FIELDS[field].label)
@@ -153,13 +160,14 @@ class LivePlots:
                 self._figures[field].visible = visible
         self._titles_and_rules(drawn, thinned, text)
 
-    def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = ()) -> bool:
-        """Ranges from what the figure draws now (reference lines included); False if it draws
-        nothing (no finite point)."""
+    def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
+             follow: bool = True) -> bool:
+        """Ranges from what the figure draws now, reference lines included (a zoom kept unless
+        `follow`); False if it draws nothing (no finite point)."""
         unit = FIELDS[field].unit
         pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
         ys = [c[k] for c in curves for k in ("median", "lower", "upper")] + [scaled([r.value for r in refs], log_y)]
-        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned)
+        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow)
 
     def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool, text: bool = True) -> None:
         """Titles that say what is drawn: bands over labels only where the figure's runs train many
@@ -241,6 +249,7 @@ class LivePlots:
         for key in [k for k in self._curves if k[1] == run]:
             del self._curves[key]
         self._sent.clear()
+        self._views.clear()  # its records start again: ranges follow them
 
     def figures(self) -> list:
         """The Bokeh figures, one per plotted field (for a standalone report)."""

@@ -103,6 +103,8 @@ class RunsTable:
             runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
             sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"], hidden_columns=["id"],
             configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
+            # the table fits its columns to the first rows it shows: "0/0 labels" then cut "128/159 labels"
+            widths={"done": 130},
             formatters={"progress": {"type": "progress", "max": 100, "legend": False},
                         "ETA s": NumberFormatter(format="0", nan_format=""),
                         **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
