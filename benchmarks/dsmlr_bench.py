@@ -15,6 +15,7 @@ size. The driver of the sharded run should hold only W, b and per-row label coun
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -200,8 +201,9 @@ def render(results: dict) -> list[str]:
              f"Every mode in its own process, {THREADS} threads, the same run; lambda and alpha per problem below, "
              "G = 16, time budget per mode (a mode stopped by it is marked). Bibtex-multiclass: every row once per "
              "label (11,616 training copies, K = 159); synthetic: `generate(n=10000, d=2000, labels=5000, "
-             "multiclass=True, zipf=0, avg_nnz=10)`, 80/20 split. One run each: the machine was shared with other "
-             "jobs (load average above 8 on 2 cores), so the times are noisy; ratios come from the same run.", ""]
+             "multiclass=True, zipf=0, avg_nnz=10)`, 80/20 split. One run each; the load average when the section "
+             f"ended: {os.getloadavg()[0]:.1f} on 2 cores (the bench itself takes about 2): above that, other "
+             "jobs shared the machine and only the same-run ratios mean much.", ""]
     checks = []
     sharded = results.pop("sharded", None)
     for problem, rows in results.items():
