@@ -108,7 +108,7 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
         page.locator("select").first.select_option("bibtex")
         page.get_by_role("button", name="Compare", exact=True).click()
         seen, deadline = {}, time.monotonic() + 60
-        while time.monotonic() < deadline and not (seen and "done 159/159" in page_text(page)):
+        while time.monotonic() < deadline and not (seen and "159/159 labels" in page_text(page)):
             for pid in [proc.pid, *_descendants(proc.pid)]:
                 seen.setdefault(pid, (_proc_text(pid, "cmdline"), _proc_text(pid, "environ")))
             time.sleep(0.1)
