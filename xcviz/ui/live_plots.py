@@ -123,12 +123,9 @@ class LivePlots:
         run's records or the settings changed."""
         axis = self.x_axis.value
         fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
-        if any(f not in self._figures for f in fields):
-            for field in fields:
-                if field not in self._figures:
-                    self._figure(field)
-            # the grid keeps the table's order whatever order the fields first appeared in
-            self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
+        new = [field for field in fields if field not in self._figures]
+        for field in new:
+            self._figure(field)
         thinned, drawn = False, {}
         for field in self._figures:
             log_y = self._log_y(field)
@@ -159,6 +156,10 @@ class LivePlots:
             if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
                 self._figures[field].visible = visible
         self._titles_and_rules(drawn, thinned, text)
+        if new:  # added once drawn: the page receives each new figure whole, with its data, in one message
+            # (data sent separately could overtake the figure's own message and be refused by the page);
+            # the grid keeps the table's order whatever order the fields first appeared in
+            self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
              follow: bool = True) -> bool:
