@@ -175,3 +175,42 @@ def test_interactions_stay_quick_with_20_runs_of_100k_records(tmp_path):
     assert time.perf_counter() - start < 120
     slowest = {name: max(samples) for name, samples in result["times"].items()}
     assert max(slowest.values()) < 2000, slowest
+
+
+def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
+    """When a shown run brings a new field, its figure must join the page already drawn: no change
+    to a model inside it may be sent before (or apart from) the layout change that adds it. Served,
+    Panel can hold that layout message back while Bokeh sends other changes at once, and the page
+    then refused them ("reference pNNNN isn't known", seen in CI) and drew the figure empty."""
+    import numpy as np
+    from bokeh.document import Document
+    from bokeh.document.events import ModelChangedEvent
+
+    from xcviz.runs.spec import RunSpec
+    from xcviz.ui.run_view import RunView
+
+    store = RunStore(tmp_path / "home")
+    spec = RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json()
+    runs = {}
+    for name, fields in (("first", {"objective": [5.0, 4.0]}), ("second", {"objective": [3.0, 2.0],
+                                                                            "accuracy": [0.2, 0.3]})):
+        runs[name] = store.create(spec, name)
+        store.append_batch(runs[name], "iteration", {"label": np.zeros(2, np.int64), "iteration": np.arange(2),
+                                                     "epoch": np.arange(2) / 10,
+                                                     **{k: np.array(v) for k, v in fields.items()}})
+    view = RunView(store)
+    doc = Document()
+    doc.add_root(view.plots.panel().get_root(doc))
+    rows = {r["id"]: r for r in store.list()}
+    view.update(rows, [runs["first"]])
+    events = []
+    doc.on_change(events.append)
+    view.update(rows, [runs["first"], runs["second"]])  # the second run records accuracy: a new figure
+    added = view.plots._figures["accuracy"].object
+    inside = {m.id for m in added.references()}
+    grid = [e for e in events if isinstance(e, ModelChangedEvent) and e.attr == "children"]
+    assert grid and added in grid[-1].model.children["flex-item"], "the new figure joined the grid"  # FlexBox's slot
+    early = [e for e in events if getattr(e, "model", None) is not None and e.model.id in inside]
+    assert early == [], [(type(e).__name__, type(e.model).__name__) for e in early]
+    drawn = view.plots._sources["accuracy"][1].data  # and it arrived with its data
+    assert drawn["run"] == ["second"] and list(drawn["ys"][0]) == [20.0, 30.0]
