@@ -14,10 +14,10 @@ Stopping rule, the same for every initialiser: ||g(w)|| <= eps * max(1, min(#pos
 SLOTS labels at a time that share every pass over all of X (X w of a new label, X s of the line
 search): one pass reads each row once for all of them. Every label's arithmetic is still that of
 `newton` run on it alone, sum for sum, so results depend neither on the labels that share its
-passes nor on the number of threads. Pass X's indptr as uint64 and its indices as uint32: with unsigned indices
-numba drops the negative-index wraparound checks from the inner loops, which halves their cost.
-Per-iteration diagnostics are written into a preallocated
-(label x iteration x field) array; per-label summaries into a (label x field) array.
+passes nor on the number of threads. Pass X's indptr as uint64 and its indices as uint32: with
+unsigned indices numba drops the negative-index wraparound checks from the inner loops, which
+halves their cost. Per-iteration diagnostics are written into a preallocated (label x iteration x
+field) array; per-label summaries into a (label x field) array.
 """
 import numpy as np
 from numba import njit, prange
