@@ -40,7 +40,7 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
     C = 1.0
     for b in range(labels.shape[0]):
         t = monotonic_ns()
-        # set-up: targets, positives' sum, gradient norm at 0, MSI start (as _train_label)
+        # set-up: targets, positives' sum, gradient norm at 0, MSI start (as _label_setup)
         lab = labels[b]
         w = W[b]
         y = wsn[0]

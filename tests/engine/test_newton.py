@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xcviz.data.synthetic import generate
+from xcviz.engine import newton as K
 from xcviz.engine.newton import _msi_start
 from xcviz.runs.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec, preprocess
@@ -127,3 +128,42 @@ def test_rows_ordered_by_length_are_the_same_problem(small):
     finally:
         dismec.prepare_problem = original
     np.testing.assert_allclose(W, unordered.weights.toarray(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("loss, init, max_iter", [(K.SQUARED_HINGE, K.INIT_MSI, 1000),
+                                                  (K.SQUARED_HINGE, K.INIT_ZERO, 2), (K.LOGISTIC, K.INIT_ZERO, 1000)])
+def test_labels_trained_together_are_bitwise_those_trained_alone(small, loss, init, max_iter):
+    """train_block trains SLOTS labels per worker together, sharing each pass over X: every label's
+    weights, stopping status, iterations and recorded trajectory are bitwise what `newton` gives for
+    that label alone (its sums run in the same order), whatever labels share its passes."""
+    from xcviz.solvers.blocks import prepare_problem
+
+    prob = prepare_problem(small.X, small.Y, True, 1.0, order_rows=True)
+    rows, n, dim = prob.rows, prob.n, prob.dim
+    labels = np.argsort(-prob.n_pos, kind="stable").astype(np.int64)  # heaviest first, as the driver
+    consts = (loss, 1.0, 0.01, 0.5, max_iter, False, prob.bias_index, -1.0, 1.0, -2.0)
+    init_vec = rows.colsum / n
+    fields = len(K.ITER_FIELDS)
+    W = np.zeros((labels.size, dim))
+    rec = np.zeros((labels.size, max_iter + 1, fields))
+    summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
+    K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init, init_vec,
+                  rows.colsum, *consts, 0, True, 2, W, rec, summ)
+    cap = K.compact_capacity(rows.indptr[-1])
+    same = [2, 3, 4, 5, 6, 7]  # the fields that are not clocks
+    for b in range(labels.size):
+        w, y, psum = np.empty(dim), np.empty(n), np.empty(dim)
+        gnorm0, tol, npos = K._label_setup(b, rows.indptr, rows.indices, rows.data, prob.pos_ptr, prob.pos_rows, labels,
+                                           init, init_vec, rows.colsum, loss, 1.0, 0.01, prob.bias_index, -1.0, 1.0,
+                                           -2.0, w, y, psum)
+        work, workn = np.empty((7, dim)), np.empty((3, n))
+        r, s = np.zeros((max_iter + 1, fields)), np.zeros(len(K.LABEL_FIELDS))
+        it = K.newton(rows.indptr, rows.indices, rows.data, y, w, tol, gnorm0, loss, 1.0, 0.5, max_iter, False,
+                      prob.bias_index, *work, *workn, np.empty(n, np.int64), np.empty(n + 1, np.uint64),
+                      np.empty(cap, np.uint32), np.empty(cap), 0, True, r, s)
+        np.testing.assert_array_equal(W[b], w)
+        assert summ[b, 2] == npos and summ[b, 0] == it
+        np.testing.assert_array_equal(summ[b, [0, 3, 4, 5, 6, 7, 8]], s[[0, 3, 4, 5, 6, 7, 8]])
+        np.testing.assert_array_equal(rec[b, :it + 1][:, same], r[:it + 1][:, same])
+    status = summ[:, K.LABEL_FIELDS.index("status")]
+    assert (status == K.STATUS_MAX_ITER).any() if max_iter == 2 else (status == K.STATUS_CONVERGED).all()

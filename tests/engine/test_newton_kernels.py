@@ -29,6 +29,26 @@ def test_row_dot_matches_numpy_for_every_tail_length(length, seed):
     assert got == pytest.approx(float(np.dot(val, v[idx])), rel=1e-12, abs=1e-12)
 
 
+def test_pass_for_several_labels_is_bitwise_one_pass_per_label():
+    """`_xv_slots` computes X v for SLOTS vectors in one pass over X; rows of 0..13 entries cover the
+    four-way loop and every remainder, and each column equals `_xv`'s X v exactly (same sums, same
+    order), which is what keeps a label's result independent of the labels beside it."""
+    rng = np.random.default_rng(7)
+    lengths = np.tile(np.arange(14), 3)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64)
+    indices = np.concatenate([rng.choice(30, size=m, replace=False) for m in lengths]).astype(np.uint32)
+    data = rng.normal(size=indices.size)
+    V = rng.normal(size=(30, K.SLOTS))
+    out = np.empty((K.SLOTS, lengths.size))
+    K._xv_slots(indptr, indices, data, V, out)
+    X = sp.csr_matrix((data, indices.astype(np.int64), indptr.astype(np.int64)), shape=(lengths.size, 30))
+    for q in range(K.SLOTS):
+        one = np.empty(lengths.size)
+        K._xv(indptr, indices, data, np.ascontiguousarray(V[:, q]), one)
+        np.testing.assert_array_equal(out[q], one)
+        np.testing.assert_allclose(out[q], X @ V[:, q], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("loss", [K.SQUARED_HINGE, K.LOGISTIC])
 @pytest.mark.parametrize("reg_bias", [False, True])
 def test_gradient_pass_builds_gradient_active_set_and_preconditioner(loss, reg_bias):

@@ -10,12 +10,14 @@ LIBLINEAR's `newton.cpp`. For the squared hinge, Hessian-vector products run ove
 Stopping rule, the same for every initialiser: ||g(w)|| <= eps * max(1, min(#pos, #neg)) / n *
 ||g(0)||, the gradient at w = 0, never at the starting point.
 
-`train_block` trains a block of labels in parallel (workers take labels dynamically, one
-workspace each); every label is computed by the same sequential code, so results do not depend on
-the number of threads. Pass X's indptr as uint64 and its indices as uint32: with unsigned indices
-numba drops the negative-index wraparound checks from the inner loops, which halves their cost.
-Per-iteration diagnostics are written into a preallocated
-(label x iteration x field) array; per-label summaries into a (label x field) array.
+`train_block` trains a block of labels in parallel (workers take labels dynamically), each worker
+SLOTS labels at a time that share every pass over all of X (X w of a new label, X s of the line
+search): one pass reads each row once for all of them. Every label's arithmetic is still that of
+`newton` run on it alone, sum for sum, so results depend neither on the labels that share its
+passes nor on the number of threads. Pass X's indptr as uint64 and its indices as uint32: with
+unsigned indices numba drops the negative-index wraparound checks from the inner loops, which
+halves their cost. Per-iteration diagnostics are written into a preallocated (label x iteration x
+field) array; per-label summaries into a (label x field) array.
 """
 import numpy as np
 from numba import njit, prange
@@ -44,6 +46,7 @@ STATUS_NAMES = ("converged", "max_iter", "line_search_failed", "no_progress")
 _ALPHA_PCG = 0.01
 _ETA = 0.01
 _MAX_LINESEARCH = 20
+SLOTS = 4  # labels a worker trains together, sharing each pass over X (the width of _xv_slots)
 
 
 @njit(cache=True, nogil=True)
@@ -277,9 +280,16 @@ def _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f_old, wtw,
     """Backtracking line search along s; updates w and wx on success.
 
     Returns (step, f_new, wTw_new); step = 0 means failure (w unchanged)."""
-    acc1 = 0.0  # the loss of the full step, summed in the pass that computes X s
+    _xv(indptr, indices, data, s, xs)
+    return _backtrack(loss, C, y, w, s, g, wx, xs, f_old, wtw, reg_bias, bias_index)
+
+
+@njit(cache=True, nogil=True)
+def _backtrack(loss, C, y, w, s, g, wx, xs, f_old, wtw, reg_bias, bias_index):
+    """The line search once xs = X s is known: halve the step from 1 until the sufficient decrease
+    holds (LIBLINEAR's rule); each trial costs O(n), no pass over X."""
+    acc1 = 0.0  # the loss of the full step
     for i in range(wx.shape[0]):
-        xs[i] = _row_dot(indices, data, s, indptr[i], indptr[i + 1])
         acc1 += _loss(loss, y[i] * (wx[i] + xs[i]))
     sts = _regularised_dot(s, s, reg_bias, bias_index)
     wts = _regularised_dot(w, s, reg_bias, bias_index)
@@ -329,6 +339,46 @@ def _count_nonzero(v):
 
 
 @njit(cache=True, nogil=True)
+def _record_iteration(row, now_ns, t0_ns, seconds, f, gnorm, nact, cg_steps, step, w):
+    """One row of ITER_FIELDS."""
+    row[0] = (now_ns - t0_ns) * 1e-9
+    row[1] = seconds
+    row[2] = f
+    row[3] = gnorm
+    row[4] = nact
+    row[5] = cg_steps
+    row[6] = step
+    row[7] = _count_nonzero(w)
+
+
+@njit(cache=True, nogil=True)
+def _finish(summary, it, seconds, f, f_init, gnorm, gnorm0, status, w, now_ns, t0_ns):
+    """LABEL_FIELDS of a finished label, except n_pos (filled by the caller)."""
+    summary[0] = it
+    summary[1] = seconds
+    summary[3] = f
+    summary[4] = f_init
+    summary[5] = gnorm
+    summary[6] = gnorm0
+    summary[7] = status
+    summary[8] = _count_nonzero(w)
+    summary[9] = (now_ns - t0_ns) * 1e-9
+
+
+@njit(cache=True, nogil=True)
+def _status_after(it, max_iter, gnorm, tol, f_old, f):
+    """The status a label stops with after Newton iteration `it` (0: at its starting point), or -1
+    to go on."""
+    if gnorm <= tol:
+        return STATUS_CONVERGED
+    if it > 0 and abs(f_old - f) <= 1.0e-12 * abs(f):
+        return STATUS_NO_PROGRESS
+    if it >= max_iter:
+        return STATUS_MAX_ITER
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, reg_bias, bias_index,
            g, s, r, d, hd, z, M, wx, xs, hcoef, act, cptr, cidx, cval, t0_ns, record, rec, summary):
     """Minimise one label's objective from the starting point in `w` (updated in place).
@@ -348,58 +398,28 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
     f_init = f
     t_prev = monotonic_ns()
     if record:
-        rec[0, 0] = (t_prev - t0_ns) * 1e-9
-        rec[0, 1] = (t_prev - t_start) * 1e-9
-        rec[0, 2] = f
-        rec[0, 3] = gnorm
-        rec[0, 4] = nact
-        rec[0, 5] = 0.0
-        rec[0, 6] = 0.0
-        rec[0, 7] = _count_nonzero(w)
-    status = STATUS_CONVERGED
+        _record_iteration(rec[0], t_prev, t0_ns, (t_prev - t_start) * 1e-9, f, gnorm, nact, 0, 0.0, w)
     it = 0
-    if gnorm > tol:
-        status = STATUS_MAX_ITER
-        while it < max_iter:
-            cg_steps = _pcg_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, reg_bias,
-                                 bias_index, cg_eps, g, M, s, r, d, hd, z)
-            f_old = f
-            step, f, wtw = _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f, wtw,
-                                        reg_bias, bias_index)
-            if step == 0.0:
-                status = STATUS_LINE_SEARCH_FAILED
-                break
-            it += 1
-            nact, ncomp = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef,
-                                    M, cptr, cidx, cval)
-            gnorm = _norm(g)
-            if record:
-                t_now = monotonic_ns()
-                rec[it, 0] = (t_now - t0_ns) * 1e-9
-                rec[it, 1] = (t_now - t_prev) * 1e-9
-                rec[it, 2] = f
-                rec[it, 3] = gnorm
-                rec[it, 4] = nact
-                rec[it, 5] = cg_steps
-                rec[it, 6] = step
-                rec[it, 7] = _count_nonzero(w)
-                t_prev = t_now
-            if gnorm <= tol:
-                status = STATUS_CONVERGED
-                break
-            if abs(f_old - f) <= 1.0e-12 * abs(f):
-                status = STATUS_NO_PROGRESS
-                break
+    status = _status_after(0, max_iter, gnorm, tol, f, f)
+    while status < 0:
+        cg_steps = _pcg_rows(indptr, indices, data, act, nact, hcoef, cptr, cidx, cval, ncomp, reg_bias,
+                             bias_index, cg_eps, g, M, s, r, d, hd, z)
+        f_old = f
+        step, f, wtw = _line_search(loss, C, indptr, indices, data, y, w, s, g, wx, xs, f, wtw, reg_bias, bias_index)
+        if step == 0.0:
+            status = STATUS_LINE_SEARCH_FAILED
+            break
+        it += 1
+        nact, ncomp = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef,
+                                M, cptr, cidx, cval)
+        gnorm = _norm(g)
+        if record:
+            t_now = monotonic_ns()
+            _record_iteration(rec[it], t_now, t0_ns, (t_now - t_prev) * 1e-9, f, gnorm, nact, cg_steps, step, w)
+            t_prev = t_now
+        status = _status_after(it, max_iter, gnorm, tol, f_old, f)
     t_end = monotonic_ns()
-    summary[0] = it
-    summary[1] = (t_end - t_start) * 1e-9
-    summary[3] = f
-    summary[4] = f_init
-    summary[5] = gnorm
-    summary[6] = gnorm0
-    summary[7] = status
-    summary[8] = _count_nonzero(w)
-    summary[9] = (t_end - t0_ns) * 1e-9
+    _finish(summary, it, (t_end - t_start) * 1e-9, f, f_init, gnorm, gnorm0, status, w, t_end, t0_ns)
     return it
 
 
@@ -441,16 +461,13 @@ def _msi_start(w, psum, npos, n, xbar, s_target, t_target):
 
 
 @njit(cache=True, nogil=True)
-def _train_label(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
-                 loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
-                 t0_ns, record, W_out, rec, summ, wsd, wsn, act, cptr, cidx, cval):
-    """Set up label `labels[b]` (targets, gradient at zero, starting point) and run Newton."""
+def _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C, eps,
+                 bias_index, bias_weight, msi_s, msi_t, w, y, psum):
+    """Label `labels[b]`'s targets y and starting point w; returns (||g(0)||, stopping tolerance,
+    number of positives)."""
     n = indptr.shape[0] - 1
-    dim = wsd.shape[1]
+    dim = w.shape[0]
     lab = labels[b]
-    w = W_out[b]
-    psum = wsd[8]
-    y = wsn[0]
     for i in range(n):
         y[i] = -1.0
     for j in range(dim):
@@ -480,10 +497,210 @@ def _train_label(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode,
         if init_mode == INIT_BIAS and bias_index >= 0:
             w[bias_index] = bias_weight
     tol = eps * max(1, min(npos, n - npos)) / n * gnorm0
-    newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, reg_bias, bias_index,
-           wsd[0], wsd[1], wsd[2], wsd[3], wsd[4], wsd[5], wsd[6], wsn[1], wsn[2], wsn[3], act,
-           cptr, cidx, cval, t0_ns, record, rec[b], summ[b])
-    summ[b, 2] = npos
+    return gnorm0, tol, npos
+
+
+@njit(cache=True, nogil=True)
+def _xv_slots(indptr, indices, data, V, out):
+    """out[q, i] = x_i . V[:, q] for the SLOTS columns of V (dim x SLOTS, C order), in one pass over
+    X: each row's indices and values are read once for every column, and the columns' entries of a
+    feature sit side by side (one vector load). Each sum runs in `_row_dot`'s order (four partial
+    sums per column), so out[q] is bitwise what `_xv` gives for V[:, q]."""
+    one = np.uint64(1)
+    two = np.uint64(2)
+    three = np.uint64(3)
+    four = np.uint64(4)
+    for i in range(out.shape[1]):
+        k1 = indptr[i + 1]
+        a00, a01, a02, a03 = 0.0, 0.0, 0.0, 0.0  # a<partial sum><column>
+        a10, a11, a12, a13 = 0.0, 0.0, 0.0, 0.0
+        a20, a21, a22, a23 = 0.0, 0.0, 0.0, 0.0
+        a30, a31, a32, a33 = 0.0, 0.0, 0.0, 0.0
+        k = indptr[i]
+        while k + four <= k1:
+            j = indices[k]
+            x = data[k]
+            a00 += x * V[j, 0]
+            a01 += x * V[j, 1]
+            a02 += x * V[j, 2]
+            a03 += x * V[j, 3]
+            j = indices[k + one]
+            x = data[k + one]
+            a10 += x * V[j, 0]
+            a11 += x * V[j, 1]
+            a12 += x * V[j, 2]
+            a13 += x * V[j, 3]
+            j = indices[k + two]
+            x = data[k + two]
+            a20 += x * V[j, 0]
+            a21 += x * V[j, 1]
+            a22 += x * V[j, 2]
+            a23 += x * V[j, 3]
+            j = indices[k + three]
+            x = data[k + three]
+            a30 += x * V[j, 0]
+            a31 += x * V[j, 1]
+            a32 += x * V[j, 2]
+            a33 += x * V[j, 3]
+            k += four
+        while k < k1:
+            j = indices[k]
+            x = data[k]
+            a00 += x * V[j, 0]
+            a01 += x * V[j, 1]
+            a02 += x * V[j, 2]
+            a03 += x * V[j, 3]
+            k += one
+        out[0, i] = (a00 + a10) + (a20 + a30)
+        out[1, i] = (a01 + a11) + (a21 + a31)
+        out[2, i] = (a02 + a12) + (a22 + a32)
+        out[3, i] = (a03 + a13) + (a23 + a33)
+
+
+_EMPTY = 0
+_STARTING = 1
+_ITERATING = 2
+
+
+@njit(cache=True, nogil=True)
+def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C, eps,
+                 cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out, rec, summ,
+                 counter, cap):
+    """One worker's share of a block: SLOTS labels at a time, in rounds.
+
+    In a round every slot either takes the next label from `counter` and sets it up, or runs the CG
+    solve of its label's Newton iteration; then one pass over X computes X w of the new labels and
+    X s (the line search's product) of the others together (`_xv_slots`); then each slot finishes
+    its step alone: line search on the known X s, gradient pass with its active rows copied into
+    its part of the worker's buffer (`cap` entries shared by the slots, in slot order), stopping
+    rule. A slot whose label stops takes a new one in the next round. Each label's arithmetic is
+    that of `newton`, operation for operation, so its weights do not depend on the slot, the other
+    labels or the thread count. Recorded seconds of a label: its own work plus an equal share of
+    each pass it took part in."""
+    n = indptr.shape[0] - 1
+    n_labels = labels.shape[0]
+    wsd = np.empty((SLOTS, 9, dim))  # g s r d hd z M - psum
+    wsn = np.empty((SLOTS, 3, n))  # y wx hcoef
+    act = np.empty((SLOTS, n), np.int64)
+    cptr = np.empty((SLOTS, n + 1), np.uint64)
+    cidx = np.empty(cap, indices.dtype)
+    cval = np.empty(cap, data.dtype)
+    V = np.zeros((dim, SLOTS))
+    XV = np.zeros((SLOTS, n))
+    slot_b = np.full(SLOTS, -1, np.int64)
+    state = np.zeros(SLOTS, np.int64)
+    it = np.zeros(SLOTS, np.int64)
+    nact = np.zeros(SLOTS, np.int64)
+    ncomp = np.zeros(SLOTS, np.int64)
+    offset = np.zeros(SLOTS, np.int64)
+    cg = np.zeros(SLOTS, np.int64)
+    it_ns = np.zeros(SLOTS, np.int64)
+    total_ns = np.zeros(SLOTS, np.int64)
+    f = np.zeros(SLOTS)
+    wtw = np.zeros(SLOTS)
+    gnorm = np.zeros(SLOTS)
+    gnorm0 = np.zeros(SLOTS)
+    tol = np.zeros(SLOTS)
+    f_init = np.zeros(SLOTS)
+    exhausted = False
+    while True:
+        live = 0
+        for q in range(SLOTS):
+            t = monotonic_ns()
+            if state[q] == _EMPTY and not exhausted:
+                b = fetch_add(counter, 0, 1)
+                if b >= n_labels:
+                    exhausted = True
+                else:
+                    w = W_out[b]
+                    g0, tq, npos = _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode,
+                                                init_vec, colsum, loss, C, eps, bias_index, bias_weight, msi_s, msi_t,
+                                                w, wsn[q, 0], wsd[q, 8])
+                    summ[b, 2] = npos
+                    gnorm0[q] = g0
+                    tol[q] = tq
+                    slot_b[q] = b
+                    state[q] = _STARTING
+                    it[q] = 0
+                    cg[q] = 0
+                    total_ns[q] = 0
+                    it_ns[q] = 0
+                    for j in range(dim):
+                        V[j, q] = w[j]
+            elif state[q] == _ITERATING:
+                cg[q] = _pcg_rows(indptr, indices, data, act[q], nact[q], wsn[q, 2], cptr[q], cidx[offset[q]:],
+                                  cval[offset[q]:], ncomp[q], reg_bias, bias_index, cg_eps, wsd[q, 0], wsd[q, 6],
+                                  wsd[q, 1], wsd[q, 2], wsd[q, 3], wsd[q, 4], wsd[q, 5])
+                s = wsd[q, 1]
+                for j in range(dim):
+                    V[j, q] = s[j]
+            if state[q] != _EMPTY:
+                live += 1
+                it_ns[q] += monotonic_ns() - t
+        if live == 0:
+            break
+        t = monotonic_ns()
+        if live == 1:  # the end of the block: one label left, the plain pass (the same sums)
+            for q in range(SLOTS):
+                if state[q] == _STARTING:
+                    _xv(indptr, indices, data, W_out[slot_b[q]], XV[q])
+                elif state[q] == _ITERATING:
+                    _xv(indptr, indices, data, wsd[q, 1], XV[q])
+        else:
+            _xv_slots(indptr, indices, data, V, XV)
+        share = (monotonic_ns() - t) // live
+        used = 0
+        for q in range(SLOTS):
+            if state[q] == _EMPTY:
+                continue
+            t = monotonic_ns()
+            it_ns[q] += share
+            b = slot_b[q]
+            w = W_out[b]
+            g = wsd[q, 0]
+            y = wsn[q, 0]
+            wx = wsn[q, 1]
+            status = -1
+            step = 0.0
+            f_old = f[q]
+            if state[q] == _STARTING:
+                xw = XV[q]
+                for i in range(n):
+                    wx[i] = xw[i]
+                wtw[q] = _regularised_dot(w, w, reg_bias, bias_index)
+                f[q] = _loss_sum(loss, C, y, wx) + 0.5 * wtw[q]
+                f_init[q] = f[q]
+            else:
+                step, fq, wq = _backtrack(loss, C, y, w, wsd[q, 1], g, wx, XV[q], f[q], wtw[q], reg_bias, bias_index)
+                f[q] = fq
+                wtw[q] = wq
+                if step == 0.0:
+                    status = STATUS_LINE_SEARCH_FAILED
+                else:
+                    it[q] += 1
+            if status < 0:
+                na, nc = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act[q],
+                                   wsn[q, 2], wsd[q, 6], cptr[q], cidx[used:], cval[used:])
+                nact[q] = na
+                ncomp[q] = nc
+                offset[q] = used
+                used += np.int64(cptr[q, nc])
+                gnorm[q] = _norm(g)
+                t_now = monotonic_ns()
+                it_ns[q] += t_now - t
+                t = t_now
+                if record:
+                    _record_iteration(rec[b, it[q]], t_now, t0_ns, it_ns[q] * 1e-9, f[q], gnorm[q], na, cg[q], step, w)
+                total_ns[q] += it_ns[q]
+                it_ns[q] = 0
+                status = _status_after(it[q], max_iter, gnorm[q], tol[q], f_old, f[q])
+                state[q] = _ITERATING
+            if status >= 0:
+                t_end = monotonic_ns()
+                total_ns[q] += it_ns[q] + (t_end - t)
+                _finish(summ[b], it[q], total_ns[q] * 1e-9, f[q], f_init[q], gnorm[q], gnorm0[q], status, w, t_end,
+                        t0_ns)
+                state[q] = _EMPTY
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -493,26 +710,16 @@ def train_block(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode
     """Train the labels in `labels`; W_out[b] gets label b's weights.
 
     n_workers prange iterations each take the next untrained label from a shared atomic counter
-    (dynamic scheduling) and keep one workspace for all their labels. pos_ptr/pos_rows: the rows
-    where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR and
-    the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
+    (dynamic scheduling) and train SLOTS labels at a time (`_train_slots`). pos_ptr/pos_rows: the
+    rows where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR
+    and the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
     n = indptr.shape[0] - 1
     cap = compact_capacity(indptr[n])
     counter = np.zeros(1, np.int64)
     for _worker in prange(n_workers):
-        wsd = np.empty((9, dim))
-        wsn = np.empty((4, n))
-        act = np.empty(n, np.int64)
-        cptr = np.empty(n + 1, np.uint64)
-        cidx = np.empty(cap, indices.dtype)
-        cval = np.empty(cap, data.dtype)
-        while True:
-            b = fetch_add(counter, 0, 1)
-            if b >= labels.shape[0]:
-                break
-            _train_label(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
-                         loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
-                         t0_ns, record, W_out, rec, summ, wsd, wsn, act, cptr, cidx, cval)
+        _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C,
+                     eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out,
+                     rec, summ, counter, cap)
 
 
 @njit(cache=True, nogil=True)
