@@ -181,8 +181,8 @@ def loss_grad(z, pos, loss, mu, grad, extra):
 
 @njit(cache=True, nogil=True)
 def _dot(W, k, phi, i, lo, hi):
-    """W[k, lo:hi] . phi[i, lo:hi], summed in coordinate order (the order of the search's panels, so
-    a rescored block score equals the searched one bit for bit)."""
+    """W[k, lo:hi] . phi[i, lo:hi], summed in coordinate order (the order of the search's
+    `_block_scores`, so a rescored block score equals the searched one bit for bit)."""
     v = 0.0
     for d in range(lo, hi):
         v += W[k, d] * phi[i, d]
@@ -212,49 +212,49 @@ def all_scores(W, phi, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def gather_panels(W, bounds, member_ids, panels, live):
-    """panels[j, d, p] = W[member_ids[j, p], bounds[j] + d]: every block's rows, transposed and laid
-    out cluster by cluster, so a probed cluster's block scores are a few contiguous axpy passes;
-    live[j, k] = whether class k's block row is non-zero."""
-    B, K = bounds.shape[0] - 1, member_ids.shape[1]
-    tile = 64  # a tile's rows stay in cache while its columns are written
-    for j in prange(B):
-        lo, w = bounds[j], bounds[j + 1] - bounds[j]
-        for a in range(0, K, tile):
-            b = min(K, a + tile)
-            for p in range(a, b):
-                live[j, member_ids[j, p]] = False
-            for d in range(w):
-                for p in range(a, b):
-                    v = W[member_ids[j, p], lo + d]
-                    panels[j, d, p] = v
-                    if v != 0.0:
-                        live[j, member_ids[j, p]] = True
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def refresh_panels(W, bounds, where, classes, panels, live):
-    """Copy the changed rows `classes` of W into the panels (where[j, k]: class k's panel column)."""
+def block_live(W, bounds, classes, live):
+    """live[j, k] = whether class k's block row j of W is non-zero, for every k of `classes` (a zero
+    block row has no direction to cluster by and scores 0 for every query)."""
     B = bounds.shape[0] - 1
-    for j in prange(B):
-        lo, w = bounds[j], bounds[j + 1] - bounds[j]
-        for t in range(classes.shape[0]):
-            k = classes[t]
-            p = where[j, k]
-            live[j, k] = False
-            for d in range(w):
-                panels[j, d, p] = W[k, lo + d]
-                if W[k, lo + d] != 0.0:
-                    live[j, k] = True
+    for t in prange(classes.shape[0]):
+        k = classes[t]
+        for j in range(B):
+            nonzero = False
+            for d in range(bounds[j], bounds[j + 1]):
+                if W[k, d] != 0.0:
+                    nonzero = True
+                    break
+            live[j, k] = nonzero
+
+
+@njit(cache=True, nogil=True)
+def _block_scores(W, at, m, phi, i, lo, hi, s):
+    """s[r] = W[at[r], lo:hi] . phi[i, lo:hi] for r < m, each summed in coordinate order from 0 (the
+    numbers of `_dot`, bit for bit), four rows at a time: four independent sums keep the pipeline
+    and the memory system busy where one row's sum would wait on each addition."""
+    r = 0
+    while r + 4 <= m:
+        k0, k1, k2, k3 = at[r], at[r + 1], at[r + 2], at[r + 3]
+        v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+        for d in range(lo, hi):
+            x = phi[i, d]
+            v0 += W[k0, d] * x
+            v1 += W[k1, d] * x
+            v2 += W[k2, d] * x
+            v3 += W[k3, d] * x
+        s[r], s[r + 1], s[r + 2], s[r + 3] = v0, v1, v2, v3
+        r += 4
+    for t in range(r, m):
+        s[t] = _dot(W, at[t], phi, i, lo, hi)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where, live, q, S, V, cut, probed):
+def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
     bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
     the largest inner product with the query's block (probed[i, j]), then, among their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], block rows in panels[j] at the columns
-    where[j]: mostly contiguous runs, as the panels are laid out cluster by cluster), the (at most) q
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], scored from their block rows of W, four
+    rows at a time, see `_block_scores`), the (at most) q
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
     none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
@@ -279,9 +279,8 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where,
             m = 0
             for t in range(count):
                 m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
-            s = np.zeros(m)
+            s = np.empty(m)
             at = np.empty(m, np.int64)
-            col = np.empty(m, np.int64)
             m = 0
             zeros = False
             for t in range(count):
@@ -291,14 +290,9 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where,
                         zeros = True
                         continue
                     at[m] = k
-                    col[m] = where[j, k]
                     m += 1
             s = s[:m]
-            for d in range(hi - lo):
-                x = phi[i, lo + d]
-                row = panels[j, d]
-                for r in range(m):
-                    s[r] += row[col[r]] * x
+            _block_scores(W, at, m, phi, i, lo, hi, s)
             S[i, j, :] = -1
             if m <= q:
                 for r in range(m):
