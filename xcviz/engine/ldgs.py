@@ -26,7 +26,12 @@ MARGIN = 1
 def simplex_threshold(u, s):
     """theta with sum(max(u - theta, 0)) = s > 0: the sort-based projection onto {a >= 0, sum a = s}
     (Duchi et al. 2008)."""
-    v = np.sort(u)[::-1]
+    return _sorted_simplex_threshold(np.sort(u)[::-1], s)
+
+
+@njit(cache=True, nogil=True)
+def _sorted_simplex_threshold(v, s):
+    """`simplex_threshold` of values already sorted in decreasing order."""
     css = 0.0
     theta = v[0] - s
     for i in range(v.shape[0]):
@@ -37,6 +42,21 @@ def simplex_threshold(u, s):
         else:
             break
     return theta
+
+
+@njit(cache=True, nogil=True)
+def _merge(a, b):
+    """The sorted union (with repeats) of two sorted arrays, in linear time."""
+    out = np.empty(a.shape[0] + b.shape[0])
+    i, j = 0, 0
+    for t in range(out.shape[0]):
+        if j == b.shape[0] or (i < a.shape[0] and a[i] <= b[j]):
+            out[t] = a[i]
+            i += 1
+        else:
+            out[t] = b[j]
+            j += 1
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -53,7 +73,8 @@ def bisimplex_thresholds(vn, vp):
     alpha_P = min(vp - tp, 0). With s = sum alpha_N free in [0, 1], the optimal s has one shared
     threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation,
     solved exactly by a sort and a binary search over its breakpoints); when that s exceeds 1, s = 1
-    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0."""
+    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0. Each side is
+    sorted once: the breakpoints are their merge and the simplex projections reuse them."""
     if vn.shape[0] == 0 or vp.shape[0] == 0:
         return np.inf, -np.inf
     a = np.sort(vn)
@@ -66,7 +87,7 @@ def bisimplex_thresholds(vn, vp):
         ca[i + 1] = ca[i] + a[i]
     for i in range(b.shape[0]):
         cb[i + 1] = cb[i] + b[i]
-    c = np.sort(np.concatenate((a, b)))
+    c = _merge(a, b)
     lo, hi = 0, c.shape[0] - 1  # F(c[0]) >= 0 always: find the last breakpoint with F >= 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -87,7 +108,7 @@ def bisimplex_thresholds(vn, vp):
             s += a[i] - t
     if s <= 1.0:
         return t, t
-    return simplex_threshold(vn, 1.0), -simplex_threshold(-vp, 1.0)
+    return _sorted_simplex_threshold(a[::-1], 1.0), -_sorted_simplex_threshold(-b, 1.0)
 
 
 @njit(cache=True, nogil=True)
@@ -345,11 +366,23 @@ def rescore(W, phi, bounds, cand_ptr, cands, pos_ptr, pos_idx, distinct, U, is_p
 
 @njit(cache=True, nogil=True)
 def _complete(zb, present, t, W, phi, i, bounds, ids):
-    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved."""
-    for j in range(zb.shape[1]):
+    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved. The
+    missing blocks' sums run side by side (independent additions instead of one chain per block),
+    each in coordinate order from 0: the numbers of `_dot`, bit for bit."""
+    B = zb.shape[1]
+    k = ids[t]
+    width = 0
+    for j in range(B):
         if not present[t, j]:
-            zb[t, j] = _dot(W, ids[t], phi, i, bounds[j], bounds[j + 1])
-            present[t, j] = True
+            zb[t, j] = 0.0
+            width = max(width, bounds[j + 1] - bounds[j])
+    for d in range(width):
+        for j in range(B):
+            col = bounds[j] + d
+            if not present[t, j] and col < bounds[j + 1]:
+                zb[t, j] += W[k, col] * phi[i, col]
+    for j in range(B):
+        present[t, j] = True
 
 
 @njit(cache=True, nogil=True)
