@@ -11,6 +11,7 @@ where its time and its accuracy go.
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -62,6 +63,7 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
         epochs = PROBLEMS[name][1]
         train, test = _problem(name)
         rows = {}
+        load_before = os.getloadavg()
         runs = {g: {"gradient": g} for g in ESTIMATORS} | VARIANTS.get(name, {})
         for gradient, extra in runs.items():
             sink = MemorySink()
@@ -80,7 +82,8 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
                                                                      "certified_decomp", "active_set", "retrieved")},
                               **{k: float(rec[k].sum()) for k in CLOCK}}
             print(name, gradient, {k: v for k, v in rows[gradient].items() if k != "curve"}, flush=True)
-        out[name] = {"rows": rows, "n_train": train.n, "n_test": test.n, "K": train.n_labels, "epochs": epochs}
+        out[name] = {"rows": rows, "n_train": train.n, "n_test": test.n, "K": train.n_labels, "epochs": epochs,
+                     "load": (load_before, os.getloadavg())}
     return out
 
 
@@ -113,7 +116,9 @@ def render(results: dict) -> list[str]:
     for name, res in results.items():
         rows = res["rows"]
         budget = rows["decomp"]["curve"][-1, 0]
+        load = " and ".join(" / ".join(f"{v:.1f}" for v in avg) for avg in res["load"]) if "load" in res else "?"
         lines += [f"### {name} (n_train {res['n_train']:,}, K {res['K']:,}, {res['epochs']} epochs)", "",
+                  f"Load average (1 / 5 / 15 min) {load} before and after, on {os.cpu_count()} cores.", "",
                   f"| gradient | s / epoch | {rows['exact']['metric']} (equal epochs) | {rows['exact']['metric']} "
                   "at decomp's time (sample) | search recall | gradient cosine | mips recall | decomp recall | "
                   "decomp certified | sum S_j | abs A | query s | rescore s | loss + messages s | update s | "
