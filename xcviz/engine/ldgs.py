@@ -676,13 +676,14 @@ def forward(indptr, indices, data, V, tanh):
 
 @njit(cache=True, nogil=True)
 def scatter(U, coef, count, dense, touched):
-    """dense[i, U[i, t]] = coef[i, t] for non-zero coefficients; touched[k] marks the classes hit.
-    Returns the number of entries written."""
+    """dense[U[i, t], i] = coef[i, t] for non-zero coefficients (dense is K x batch: a class's
+    coefficients over the batch are one short contiguous run for `step_classes`); touched[k] marks
+    the classes hit. Returns the number of entries written."""
     written = 0
     for i in range(U.shape[0]):
         for t in range(count[i]):
             if coef[i, t] != 0.0:
-                dense[i, U[i, t]] = coef[i, t]
+                dense[U[i, t], i] = coef[i, t]
                 touched[U[i, t]] = True
                 written += 1
     return written
@@ -708,15 +709,17 @@ def embedding_gradient(W, U, coef, count, phi, tanh):
 
 @njit(cache=True, nogil=True, parallel=True)
 def step_classes(W, classes, dense, phi, step):
-    """W[k] -= step * sum_i dense[i, k] phi_i for every k of `classes`, summing in batch order."""
+    """W[k] -= step * sum_i dense[k, i] phi_i for every k of `classes` (dense: K x batch), summing in
+    batch order; then dense[k] = 0, ready for the next batch."""
     n, h = phi.shape
     for t in prange(classes.shape[0]):
         k = classes[t]
         for i in range(n):
-            c = dense[i, k]
+            c = dense[k, i]
             if c != 0.0:
                 for d in range(h):
                     W[k, d] -= step * c * phi[i, d]
+                dense[k, i] = 0.0
 
 
 @njit(cache=True, nogil=True, parallel=True)

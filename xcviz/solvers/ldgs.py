@@ -305,7 +305,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                             "probes": probes, "mu": mu, "multilabel": multilabel, "iter_fields": list(ITER_FIELDS),
                             "label_fields": []})
         clock = dict.fromkeys(CLOCK, 0.0)
-        dense = np.zeros((batch, K))
+        dense = np.zeros((K, batch))  # a batch's coefficients, class-major (see engine.ldgs.scatter)
         touched = np.zeros(K, np.bool_)
         train_seconds = 0.0
         t_window = train_seconds
@@ -364,7 +364,6 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                     feat_ptr = np.append(starts, coo.col.size).astype(np.int64)
                     step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
                                   coo.data[order_f], dphi, scale)
-                dense[:, classes] = 0.0
                 touched[classes] = False
                 t1 = time.perf_counter()
                 for kind in dirty:
