@@ -1,5 +1,5 @@
 """The search side of LDGS's kernels: block searches against brute force (top Q with the exact block
-scores, the cut, ties), the panels after W changes, the margin loss's pre-filter, the exact
+scores, the cut, ties), the search after W changes, the margin loss's pre-filter, the exact
 scores, and the restricted message passing (Algorithm 2 over the active set) against the
 unrestricted one where they must agree."""
 import numpy as np
@@ -30,7 +30,7 @@ def test_block_search_keeps_the_q_best_probed_members_with_their_exact_block_sco
     bounds = block_bounds(16, blocks)
     index = BlockSphericalIndex(W, bounds, clusters=20, probes=probes, seed=3)
     S, V, cut, probed = index.search(phi, q)
-    _, ptr, ids, _, _, live = index.stacked()
+    _, ptr, ids, live = index.stacked()
     for i in range(phi.shape[0]):
         for j in range(blocks):
             lo, hi = bounds[j], bounds[j + 1]
@@ -53,16 +53,19 @@ def test_block_search_keeps_the_q_best_probed_members_with_their_exact_block_sco
                                        atol=1e-12)
 
 
-def test_refreshed_panels_score_the_changed_rows():
+def test_a_search_scores_changed_rows_and_refresh_follows_their_zeros():
     W, phi, _, _ = _problem(seed=2)
     index = BlockSphericalIndex(W, block_bounds(16, 4), clusters=10, probes=10, seed=0)
     index.search(phi, 300)
     changed = np.array([5, 17, 240])
     W[changed] += 3.0
-    index.refresh(changed)
+    W[9, 4:8] = 0.0  # class 9 goes dead in block 1 only
+    index.refresh(np.append(changed, 9))
     S, V, _, _ = index.search(phi, 300)  # every member kept: all K scores of every block
     for j, (lo, hi) in enumerate(zip(index.bounds[:-1], index.bounds[1:])):
-        np.testing.assert_allclose(V[0, j], W[S[0, j], lo:hi] @ phi[0, lo:hi], atol=1e-12)
+        kept = S[0, j] >= 0
+        np.testing.assert_allclose(V[0, j, kept], W[S[0, j, kept], lo:hi] @ phi[0, lo:hi], atol=1e-12)
+        assert kept.sum() == (299 if j == 1 else 300) and (9 in S[0, j]) == (j != 1)
 
 
 @pytest.mark.parametrize("mu", [1.0, 5.0])

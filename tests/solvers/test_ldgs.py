@@ -16,7 +16,7 @@ from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.runs.sinks import MemorySink
-from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+from xcviz.solvers.ldgs import LdgsParams, default_retrieve, fit_ldgs
 from xcviz.solvers.ldgs_search import Estimator, block_bounds
 
 CI = bool(os.environ.get("CI"))
@@ -201,3 +201,12 @@ def test_a_background_run_through_the_store(tmp_path):
     records, _ = store.records(run, "iteration")
     assert len(records) == 3 and {"search_recall_decomp", "p_at_1", "certified_decomp"} <= set(records)
     assert isinstance(load_model(tmp_path / "runs" / run / "model"), EmbeddingModel)
+
+
+def test_the_default_q_scales_with_the_positives_on_multi_label_data():
+    assert default_retrieve(50_000, 1.0, False) == 500  # K / 100
+    assert default_retrieve(20_000, 1.0, False) == 200
+    assert default_retrieve(159, 1.0, False) == 13  # ceil(sqrt K)
+    assert default_retrieve(159, 2.38, True) == 39  # Bibtex: 3 x 13
+    assert default_retrieve(159, 2.0, True) == 26
+    assert default_retrieve(983, 40.0, True) == 983  # capped at K

@@ -26,7 +26,12 @@ MARGIN = 1
 def simplex_threshold(u, s):
     """theta with sum(max(u - theta, 0)) = s > 0: the sort-based projection onto {a >= 0, sum a = s}
     (Duchi et al. 2008)."""
-    v = np.sort(u)[::-1]
+    return _sorted_simplex_threshold(np.sort(u)[::-1], s)
+
+
+@njit(cache=True, nogil=True)
+def _sorted_simplex_threshold(v, s):
+    """`simplex_threshold` of values already sorted in decreasing order."""
     css = 0.0
     theta = v[0] - s
     for i in range(v.shape[0]):
@@ -37,6 +42,21 @@ def simplex_threshold(u, s):
         else:
             break
     return theta
+
+
+@njit(cache=True, nogil=True)
+def _merge(a, b):
+    """The sorted union (with repeats) of two sorted arrays, in linear time."""
+    out = np.empty(a.shape[0] + b.shape[0])
+    i, j = 0, 0
+    for t in range(out.shape[0]):
+        if j == b.shape[0] or (i < a.shape[0] and a[i] <= b[j]):
+            out[t] = a[i]
+            i += 1
+        else:
+            out[t] = b[j]
+            j += 1
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -53,7 +73,8 @@ def bisimplex_thresholds(vn, vp):
     alpha_P = min(vp - tp, 0). With s = sum alpha_N free in [0, 1], the optimal s has one shared
     threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation,
     solved exactly by a sort and a binary search over its breakpoints); when that s exceeds 1, s = 1
-    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0."""
+    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0. Each side is
+    sorted once: the breakpoints are their merge and the simplex projections reuse them."""
     if vn.shape[0] == 0 or vp.shape[0] == 0:
         return np.inf, -np.inf
     a = np.sort(vn)
@@ -66,7 +87,7 @@ def bisimplex_thresholds(vn, vp):
         ca[i + 1] = ca[i] + a[i]
     for i in range(b.shape[0]):
         cb[i + 1] = cb[i] + b[i]
-    c = np.sort(np.concatenate((a, b)))
+    c = _merge(a, b)
     lo, hi = 0, c.shape[0] - 1  # F(c[0]) >= 0 always: find the last breakpoint with F >= 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -87,7 +108,7 @@ def bisimplex_thresholds(vn, vp):
             s += a[i] - t
     if s <= 1.0:
         return t, t
-    return simplex_threshold(vn, 1.0), -simplex_threshold(-vp, 1.0)
+    return _sorted_simplex_threshold(a[::-1], 1.0), -_sorted_simplex_threshold(-b, 1.0)
 
 
 @njit(cache=True, nogil=True)
@@ -181,8 +202,8 @@ def loss_grad(z, pos, loss, mu, grad, extra):
 
 @njit(cache=True, nogil=True)
 def _dot(W, k, phi, i, lo, hi):
-    """W[k, lo:hi] . phi[i, lo:hi], summed in coordinate order (the order of the search's panels, so
-    a rescored block score equals the searched one bit for bit)."""
+    """W[k, lo:hi] . phi[i, lo:hi], summed in coordinate order (the order of the search's
+    `_block_scores`, so a rescored block score equals the searched one bit for bit)."""
     v = 0.0
     for d in range(lo, hi):
         v += W[k, d] * phi[i, d]
@@ -212,49 +233,49 @@ def all_scores(W, phi, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def gather_panels(W, bounds, member_ids, panels, live):
-    """panels[j, d, p] = W[member_ids[j, p], bounds[j] + d]: every block's rows, transposed and laid
-    out cluster by cluster, so a probed cluster's block scores are a few contiguous axpy passes;
-    live[j, k] = whether class k's block row is non-zero."""
-    B, K = bounds.shape[0] - 1, member_ids.shape[1]
-    tile = 64  # a tile's rows stay in cache while its columns are written
-    for j in prange(B):
-        lo, w = bounds[j], bounds[j + 1] - bounds[j]
-        for a in range(0, K, tile):
-            b = min(K, a + tile)
-            for p in range(a, b):
-                live[j, member_ids[j, p]] = False
-            for d in range(w):
-                for p in range(a, b):
-                    v = W[member_ids[j, p], lo + d]
-                    panels[j, d, p] = v
-                    if v != 0.0:
-                        live[j, member_ids[j, p]] = True
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def refresh_panels(W, bounds, where, classes, panels, live):
-    """Copy the changed rows `classes` of W into the panels (where[j, k]: class k's panel column)."""
+def block_live(W, bounds, classes, live):
+    """live[j, k] = whether class k's block row j of W is non-zero, for every k of `classes` (a zero
+    block row has no direction to cluster by and scores 0 for every query)."""
     B = bounds.shape[0] - 1
-    for j in prange(B):
-        lo, w = bounds[j], bounds[j + 1] - bounds[j]
-        for t in range(classes.shape[0]):
-            k = classes[t]
-            p = where[j, k]
-            live[j, k] = False
-            for d in range(w):
-                panels[j, d, p] = W[k, lo + d]
-                if W[k, lo + d] != 0.0:
-                    live[j, k] = True
+    for t in prange(classes.shape[0]):
+        k = classes[t]
+        for j in range(B):
+            nonzero = False
+            for d in range(bounds[j], bounds[j + 1]):
+                if W[k, d] != 0.0:
+                    nonzero = True
+                    break
+            live[j, k] = nonzero
+
+
+@njit(cache=True, nogil=True)
+def _block_scores(W, at, m, phi, i, lo, hi, s):
+    """s[r] = W[at[r], lo:hi] . phi[i, lo:hi] for r < m, each summed in coordinate order from 0 (the
+    numbers of `_dot`, bit for bit), four rows at a time: four independent sums keep the pipeline
+    and the memory system busy where one row's sum would wait on each addition."""
+    r = 0
+    while r + 4 <= m:
+        k0, k1, k2, k3 = at[r], at[r + 1], at[r + 2], at[r + 3]
+        v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+        for d in range(lo, hi):
+            x = phi[i, d]
+            v0 += W[k0, d] * x
+            v1 += W[k1, d] * x
+            v2 += W[k2, d] * x
+            v3 += W[k3, d] * x
+        s[r], s[r + 1], s[r + 2], s[r + 3] = v0, v1, v2, v3
+        r += 4
+    for t in range(r, m):
+        s[t] = _dot(W, at[t], phi, i, lo, hi)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where, live, q, S, V, cut, probed):
+def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
     bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
     the largest inner product with the query's block (probed[i, j]), then, among their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], block rows in panels[j] at the columns
-    where[j]: mostly contiguous runs, as the panels are laid out cluster by cluster), the (at most) q
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], scored from their block rows of W, four
+    rows at a time, see `_block_scores`), the (at most) q
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
     none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
@@ -279,9 +300,8 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where,
             m = 0
             for t in range(count):
                 m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
-            s = np.zeros(m)
+            s = np.empty(m)
             at = np.empty(m, np.int64)
-            col = np.empty(m, np.int64)
             m = 0
             zeros = False
             for t in range(count):
@@ -291,14 +311,9 @@ def search_blocks(phi, bounds, centroids, member_ptr, member_ids, panels, where,
                         zeros = True
                         continue
                     at[m] = k
-                    col[m] = where[j, k]
                     m += 1
             s = s[:m]
-            for d in range(hi - lo):
-                x = phi[i, lo + d]
-                row = panels[j, d]
-                for r in range(m):
-                    s[r] += row[col[r]] * x
+            _block_scores(W, at, m, phi, i, lo, hi, s)
             S[i, j, :] = -1
             if m <= q:
                 for r in range(m):
@@ -351,11 +366,23 @@ def rescore(W, phi, bounds, cand_ptr, cands, pos_ptr, pos_idx, distinct, U, is_p
 
 @njit(cache=True, nogil=True)
 def _complete(zb, present, t, W, phi, i, bounds, ids):
-    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved."""
-    for j in range(zb.shape[1]):
+    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved. The
+    missing blocks' sums run side by side (independent additions instead of one chain per block),
+    each in coordinate order from 0: the numbers of `_dot`, bit for bit."""
+    B = zb.shape[1]
+    k = ids[t]
+    width = 0
+    for j in range(B):
         if not present[t, j]:
-            zb[t, j] = _dot(W, ids[t], phi, i, bounds[j], bounds[j + 1])
-            present[t, j] = True
+            zb[t, j] = 0.0
+            width = max(width, bounds[j + 1] - bounds[j])
+    for d in range(width):
+        for j in range(B):
+            col = bounds[j] + d
+            if not present[t, j] and col < bounds[j + 1]:
+                zb[t, j] += W[k, col] * phi[i, col]
+    for j in range(B):
+        present[t, j] = True
 
 
 @njit(cache=True, nogil=True)
@@ -649,13 +676,14 @@ def forward(indptr, indices, data, V, tanh):
 
 @njit(cache=True, nogil=True)
 def scatter(U, coef, count, dense, touched):
-    """dense[i, U[i, t]] = coef[i, t] for non-zero coefficients; touched[k] marks the classes hit.
-    Returns the number of entries written."""
+    """dense[U[i, t], i] = coef[i, t] for non-zero coefficients (dense is K x batch: a class's
+    coefficients over the batch are one short contiguous run for `step_classes`); touched[k] marks
+    the classes hit. Returns the number of entries written."""
     written = 0
     for i in range(U.shape[0]):
         for t in range(count[i]):
             if coef[i, t] != 0.0:
-                dense[i, U[i, t]] = coef[i, t]
+                dense[U[i, t], i] = coef[i, t]
                 touched[U[i, t]] = True
                 written += 1
     return written
@@ -681,15 +709,17 @@ def embedding_gradient(W, U, coef, count, phi, tanh):
 
 @njit(cache=True, nogil=True, parallel=True)
 def step_classes(W, classes, dense, phi, step):
-    """W[k] -= step * sum_i dense[i, k] phi_i for every k of `classes`, summing in batch order."""
+    """W[k] -= step * sum_i dense[k, i] phi_i for every k of `classes` (dense: K x batch), summing in
+    batch order; then dense[k] = 0, ready for the next batch."""
     n, h = phi.shape
     for t in prange(classes.shape[0]):
         k = classes[t]
         for i in range(n):
-            c = dense[i, k]
+            c = dense[k, i]
             if c != 0.0:
                 for d in range(h):
                     W[k, d] -= step * c * phi[i, d]
+                dense[k, i] = 0.0
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -335,24 +335,46 @@ def unit_rows(U):
 def nearest_centroid(U, ids, centroids):
     """For every row of U (the unit sketch of class ids[i]), the centroid with the largest inner
     product (ties: smaller index). A zero row has no direction: it goes to cluster ids[i] mod K, so
-    the zero classes of a fresh model spread over the clusters instead of filling one."""
-    n = U.shape[0]
+    the zero classes of a fresh model spread over the clusters instead of filling one.
+
+    Blocked: the centroids are transposed once (dim x clusters, centroid-major), and a tile of
+    non-zero rows is scored against a chunk of centroids by axpy passes that run along the
+    centroids (vectorised, the chunk stays in cache for the tile). Each inner product is still
+    summed in coordinate order from 0, so the scores, and the argmax, are the ones of one dot
+    product per (row, centroid), bit for bit; tiles are independent, so any thread count agrees."""
+    n, dim = U.shape
     n_clusters = centroids.shape[0]
     out = np.empty(n, np.int64)
+    nonzero = np.empty(n, np.bool_)
     for i in prange(n):
-        if _sq(U[i]) == 0.0:
+        nonzero[i] = _sq(U[i]) != 0.0
+        if not nonzero[i]:
             out[i] = ids[i] % n_clusters
-            continue
-        best = 0
-        best_v = -np.inf
-        for k in range(n_clusters):
-            v = 0.0
-            for j in range(U.shape[1]):
-                v += U[i, j] * centroids[k, j]
-            if v > best_v:
-                best = k
-                best_v = v
-        out[i] = best
+    rows = np.flatnonzero(nonzero)
+    cent_t = np.ascontiguousarray(centroids.T)
+    tile, chunk = 8, 128
+    for t in prange((rows.shape[0] + tile - 1) // tile):
+        lo = t * tile
+        hi = min(rows.shape[0], lo + tile)
+        acc = np.empty(chunk)
+        best = np.zeros(tile, np.int64)
+        best_v = np.full(tile, -np.inf)
+        for c0 in range(0, n_clusters, chunk):
+            w = min(chunk, n_clusters - c0)
+            for r in range(hi - lo):
+                u = U[rows[lo + r]]
+                acc[:w] = 0.0
+                for d in range(dim):
+                    x = u[d]
+                    row = cent_t[d, c0:c0 + w]
+                    for c in range(w):
+                        acc[c] += x * row[c]
+                for c in range(w):
+                    if acc[c] > best_v[r]:
+                        best[r] = c0 + c
+                        best_v[r] = acc[c]
+        for r in range(hi - lo):
+            out[rows[lo + r]] = best[r]
     return out
 
 

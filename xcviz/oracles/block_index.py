@@ -4,10 +4,12 @@ One index per block of coordinates [bounds[j], bounds[j+1]): the block rows of W
 and grouped by spherical k-means (Auvolat et al. 2015), with the kernels of the sparse
 `SphericalOracle` (engine/mips.py) applied to the dense block rows directly, without a sketch. A
 query probes the clusters whose centroids have the largest inner product with its block of phi(x);
-their members are scored on the block and the best Q kept, with their block scores. The scoring
-reads "panels": every block's rows of W transposed and laid out cluster by cluster (contiguous
-axpy passes instead of 16-wide dot products, about 4x faster per flop), refreshed from W with
-`refresh` after rows change and rebuilt after a re-index. Updates follow the oracle's rule: a changed row is moved to its
+their live members (non-zero block rows) are scored on the block, straight from W's rows (each a
+contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with their block scores.
+Scoring from W needs no copy to keep fresh: an earlier layout of transposed "panels", contiguous
+for a cluster's members only right after a re-layout, read up to h/B scattered cache lines per
+member and cost more to refresh and lay out than the search itself (BENCHMARKS.md). Updates follow
+the oracle's rule: a changed row is moved to its
 nearest centroid in every block, cluster sums stay exact, and one Lloyd pass re-assigns every row
 once the re-indexed rows reach K. One block (bounds = [0, h]) is Algorithm 1's index.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.ldgs import cone_bound, cone_stats, gather_panels, refresh_panels, search_blocks
+from ..engine.ldgs import block_live, cone_bound, cone_stats, search_blocks
 from ..engine.mips import cluster_sums, members, move_members, nearest_centroid, normalised_centroids, unit_rows
 
 
@@ -57,8 +59,9 @@ class _Block:
 
 
 class BlockSphericalIndex:
-    """B spherical-clustering indexes, one per column block of W (kept by reference; the search's
-    panels copy its values, so a caller changing rows in place calls `refresh` or `update`)."""
+    """B spherical-clustering indexes, one per column block of W (kept by reference: the search
+    scores members from W's current rows, so a caller changing rows in place calls `refresh`, which
+    keeps the live flags, or `update`, which also re-indexes them)."""
 
     def __init__(self, W: np.ndarray, bounds: np.ndarray, clusters: int = 100, probes: int = 5,
                  kmeans_iter: int = 5, seed: int = 0) -> None:
@@ -68,35 +71,20 @@ class BlockSphericalIndex:
         n_clusters = max(1, min(clusters, W.shape[0]))
         self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j)
                        for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
+        self._live = np.empty((self.n_blocks, W.shape[0]), np.bool_)
+        block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live)
         self._stacked: tuple | None = None
-        self._panels: tuple | None = None
-        self._age = 0  # rows re-indexed since the panels were laid out
 
     @property
     def n_blocks(self) -> int:
         return len(self.blocks)
 
     def stacked(self) -> tuple[np.ndarray, ...]:
-        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, panels B x
-        max block width x K, where B x K, live B x K) of all blocks, the layout of
-        engine.ldgs.search_blocks (where[j, k]: class k's panel column in block j; live[j, k]: its
-        block row is non-zero; a zero row has no direction, scores 0 and is never retrieved). The lists follow every update; the
-        panels keep their column order (values refreshed in place) until as many rows as K have
-        been re-indexed, then are laid out again cluster by cluster (the Lloyd pass's rule), so a
-        re-index costs O(|rows| h), not O(K h)."""
-        K = self.W.shape[0]
-        if self._panels is None or self._age >= K:
-            width = int(np.diff(self.bounds).max())
-            if self._panels is None:
-                self._panels = (np.zeros((self.n_blocks, width, K)), np.empty((self.n_blocks, K), np.int64),
-                                np.empty((self.n_blocks, K), np.bool_))
-            panels, where, live = self._panels
-            ids = np.stack([b.members[1] for b in self.blocks])
-            gather_panels(self.W, self.bounds, ids, panels, live)
-            for j in range(self.n_blocks):
-                where[j, ids[j]] = np.arange(K)
-            self._age = 0
-            self._stacked = None
+        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, live B x K) of
+        all blocks, the layout of engine.ldgs.search_blocks (live[j, k]: class k's block row is
+        non-zero; a zero row has no direction, scores 0 and is never retrieved). Rebuilt after an
+        update; the search reads the members' block rows from W itself, so changed values need no
+        copy."""
         if self._stacked is None:
             width = int(np.diff(self.bounds).max())
             C = self.blocks[0].centroids.shape[0]
@@ -105,29 +93,27 @@ class BlockSphericalIndex:
                 cent[j, :, :b.hi - b.lo] = b.centroids
             ptr = np.stack([b.members[0] for b in self.blocks])
             ids = np.stack([b.members[1] for b in self.blocks])
-            self._stacked = (cent, ptr, ids, *self._panels)
+            self._stacked = (cent, ptr, ids, self._live)
         return self._stacked
 
     def refresh(self, classes: np.ndarray) -> None:
-        """Copy the rows `classes` of W, changed in place, into the search's panels (the clustering
-        stays as it is until `update`)."""
-        if self._panels is not None and len(classes):
-            panels, where, live = self._panels
-            refresh_panels(self.W, self.bounds, where, np.asarray(classes, np.int64), panels, live)
+        """Take note of the rows `classes` of W changed in place: their live flags follow (the
+        clustering stays as it is until `update`)."""
+        if len(classes):
+            block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live)
 
     def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(S, V, cut, probed): the top q classes of every block per query (n x B x q, -1 padding),
         their block scores (n x B x q), the best block score left out (n x B) and the probed
         clusters (n x B x probes)."""
         n = phi.shape[0]
-        cent, ptr, ids, panels, where, live = self.stacked()
+        cent, ptr, ids, live = self.stacked()
         probes = min(self.probes, cent.shape[1])
         S = np.empty((n, self.n_blocks, q), np.int64)
         V = np.empty((n, self.n_blocks, q))
         cut = np.empty((n, self.n_blocks))
         probed = np.empty((n, self.n_blocks, probes), np.int64)
-        search_blocks(np.ascontiguousarray(phi), self.bounds, cent, ptr, ids, panels, where, live, q, S, V, cut,
-                      probed)
+        search_blocks(np.ascontiguousarray(phi), self.W, self.bounds, cent, ptr, ids, live, q, S, V, cut, probed)
         return S, V, cut, probed
 
     def update(self, classes: np.ndarray) -> None:
@@ -137,7 +123,6 @@ class BlockSphericalIndex:
             for b in self.blocks:
                 b.update(self.W, classes)
             self.refresh(classes)
-            self._age += classes.size
             self._stacked = None
 
     def upper_bound(self, phi: np.ndarray, j: int, probed: np.ndarray, cut: np.ndarray) -> np.ndarray:
