@@ -69,6 +69,50 @@ FIGURES_JS = """() => {
 }"""
 
 
+# every shown figure's legends that list something: their box, the plot area's (the frame, where
+# the data is drawn) and the canvas size, in canvas pixels, as Bokeh laid them out
+LEGENDS_JS = """() => {
+  const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    if (!(m.x_range && m.renderers && m.title && m.visible)) continue;
+    const plot = Bokeh.index.find_one(m);
+    if (plot == null || plot.el.getClientRects().length === 0) continue;  // not on the page now
+    for (const legend of [...m.center, ...m.above, ...m.below, ...m.left, ...m.right]) {
+      if (legend.items === undefined) continue;
+      if (!legend.items.some((item) => item.get_labels_list_from_label_prop().length)) continue;
+      const box = (b) => [b.left, b.top, b.right, b.bottom];
+      out.push({title: m.title.text, legend: box(Bokeh.index.find_one(legend).bbox), frame: box(plot.frame.bbox),
+                canvas: [plot.canvas_view.bbox.width, plot.canvas_view.bbox.height]});
+    }
+  }
+  return out;
+}"""
+
+
+def _misplaced_legends(page) -> list[str]:
+    """The legends that cover their figure's plot area or reach out of its canvas (an entry cut off)."""
+    legends = page.evaluate(LEGENDS_JS)
+    out = [] if legends else ["no legend listing anything"]
+    for f in legends:
+        (left, top, right, bottom), (fl, ft, fr, fb), (width, height) = f["legend"], f["frame"], f["canvas"]
+        if max(0, min(right, fr) - max(left, fl)) * max(0, min(bottom, fb) - max(top, ft)) > 0:
+            out.append(f"covers the plot area: {f}")
+        if not (0 <= left and right <= width + 1 and 0 <= top and bottom <= height + 1):
+            out.append(f"cut off: {f}")
+    return out
+
+
+def assert_legends_beside_the_data(page, context: str, seconds: float = 15) -> None:
+    """Every legend lies outside its figure's plot area (it hides no data, wherever the curves run
+    or the view is panned) and inside its canvas, once the page has laid the figures out."""
+    for _ in range(int(seconds * 4)):
+        misplaced = _misplaced_legends(page)
+        if not misplaced:
+            return
+        page.wait_for_timeout(250)
+    assert not misplaced, (context, misplaced)
+
+
 def figures(page) -> list[dict]:
     """The figures the page shows now (in a visible tab, holding data)."""
     return [f for f in page.evaluate(FIGURES_JS) if f["visible"] and f["dx"][0] <= f["dx"][1]]
@@ -395,6 +439,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     assert len(shown) >= 6
     for f in shown:
         assert f["labels"] and set(f["labels"]) <= names, f
+    assert_legends_beside_the_data(page, "page, three runs")
     page.get_by_text("Per label", exact=True).click()
     per_label = _until(page, lambda figs: [f for f in figs if "positives" in f["title"]])
     per_label = [f for f in per_label if "positives" in f["title"]]
@@ -409,6 +454,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     assert all(set(f["labels"]) == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
                                                            if set(f["labels"]) != both]
     assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
+    assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown")
     page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
     out = tmp_path / "report.html"
     assert xcviz(["report", *list(ids.values())[:3], "-o", str(out), "--home", str(root / "home")]) == 0
@@ -417,6 +463,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
         report.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30000)
         figs = _until(report, lambda figs: len(figs) >= 8, 15)
         report.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        assert_legends_beside_the_data(report, "report")
     assert errors == []
     assert len(figs) >= 8
     for f in figs:

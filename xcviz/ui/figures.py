@@ -44,7 +44,7 @@ const seen = window.xcvizLegendEntries ??= new WeakMap();
 if (seen.get(legend) === entries) return;
 seen.set(legend, entries);
 requestAnimationFrame(() => requestAnimationFrame(() => {
-  for (const view of Bokeh.index.find(plot)) view.invalidate_layout();
+  for (const view of Bokeh.index.find(plot)) view.request_layout(true);
 }));
 """
 _LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
