@@ -100,8 +100,8 @@ def test_the_served_page_shows_the_reference_line(store, tmp_path):
                                                            for f in objective(figs))))
             assert page.evaluate(COVERED_JS) == [True]  # the line crosses the plot
             _pan(page, _canvases(page)[0])  # the objective figure, the first: a view that moved
-            page.wait_for_function("([x]) => Bokeh.documents.some(d => d.all_models.some(m => m.title && "
-                                   "m.title.text.startsWith('objective') && m.x_range.start < x))",
+            page.wait_for_function("([x]) => Bokeh.documents.some(d => Array.from(d.all_models).some(m => m.x_range "
+                                   "&& m.title && m.title.text.startsWith('objective') && m.x_range.start < x))",
                                    arg=[figs[0]["x"][0] - 1e-9], timeout=10000)
             page.wait_for_timeout(1500)  # a refresh came
             assert page.evaluate(COVERED_JS) == [True]  # still crosses it, no refit needed
