@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -372,23 +373,36 @@ def _objective(page) -> dict:
     return fig
 
 
+@contextmanager
+def _training(runs, solver: str, name: str, delete: bool = False):
+    """A run of the store that "trains" (its owner a `sleep` process, alive meanwhile) while the
+    test writes its records; yields the store and the run; done (or deleted) afterwards."""
+    root, _, _ = runs
+    store = RunStore(root / "home")
+    spec = RunSpec(dataset=str(root / "data" / "narrow_train.txt"), solver=solver, params={}).validate()
+    run = store.create(spec.to_json(), name)
+    busy = subprocess.Popen(["sleep", "600"])
+    store.update(run, status="running", pid=busy.pid, host=socket.gethostname())
+    try:
+        yield store, run
+    finally:
+        busy.kill()
+        busy.wait()
+        store.update(run, status="done")
+        if delete:
+            store.delete(run)
+
+
 def test_a_zoom_survives_new_records_and_reset_returns_to_the_data(page, runs):
     """A run that trains on: each refresh brings records, yet a view the user panned stays where
     they put it (its Reset moving with the data); Reset brings back the data's range, which then
     follows the records again; ticking another run fits the ranges to the runs shown."""
-    root, _, _ = runs
-    store = RunStore(root / "home")
-    spec = RunSpec(dataset=str(root / "data" / "narrow_train.txt"), solver="memoir", params={}).validate()
-    run = store.create(spec.to_json(), "growing")
-    busy = subprocess.Popen(["sleep", "600"])  # the run's owner, alive while it "trains"
-    store.update(run, status="running", pid=busy.pid, host=socket.gethostname())
+    with _training(runs, "memoir", "growing") as (store, run):
+        def window(first: int, last: int) -> None:
+            its = np.arange(first, last)
+            store.append_batch(run, "iteration", {"label": np.zeros(len(its), np.int64), "iteration": its,
+                                                  "epoch": its / 10, "objective": 100.0 / (1 + its)})
 
-    def window(first: int, last: int) -> None:
-        its = np.arange(first, last)
-        store.append_batch(run, "iteration", {"label": np.zeros(len(its), np.int64), "iteration": its,
-                                              "epoch": its / 10, "objective": 100.0 / (1 + its)})
-
-    try:
         window(0, 10)
         _tick(page, "growing")
         _until(page, lambda figs: any(f["title"].startswith("objective") and f["labels"] == ["growing"]
@@ -428,10 +442,6 @@ def test_a_zoom_survives_new_records_and_reset_returns_to_the_data(page, runs):
         page.wait_for_timeout(1500)
         _tick(page, "narrow-memoir")  # other runs shown: the ranges fit them, zoom or not
         assert_ranges_follow(_shows(page, {"growing", "narrow-memoir"}), "growing and narrow-memoir")
-    finally:
-        busy.kill()
-        busy.wait()
-        store.update(run, status="done")
 
 
 def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp_path):
@@ -524,24 +534,17 @@ def test_a_zoom_in_the_per_label_figures_survives_new_labels(page, runs):
     """Per label, as in the live plots: a run that trains on brings labels every refresh, yet a
     view the user panned stays where they put it (its Reset moving with the data); Reset brings back
     the data's range."""
-    root, _, _ = runs
-    store = RunStore(root / "home")
-    spec = RunSpec(dataset=str(root / "data" / "narrow_train.txt"), solver="dismec", params={}).validate()
-    run = store.create(spec.to_json(), "labelling")
-    busy = subprocess.Popen(["sleep", "600"])  # the run's owner, alive while it "trains"
-    store.update(run, status="running", pid=busy.pid, host=socket.gethostname())
-
-    def labels(first: int, last: int) -> float:
-        """Label records first..last-1; returns the largest log10(positives) drawn."""
-        k = np.arange(first, last)
-        store.append_batch(run, "label", {"label": k, "n_pos": 2 * k + 1, "iterations": k % 7 + 2,
-                                          "seconds": 0.01 * (k + 1), "status": np.zeros(len(k), np.int64)})
-        return float(np.log10(2 * last - 1))
-
     def iterations(figs: list[dict]) -> list[dict]:
         return [f for f in figs if f["title"].startswith("iterations to convergence") and f["labels"] == ["labelling"]]
 
-    try:
+    with _training(runs, "dismec", "labelling", delete=True) as (store, run):
+        def labels(first: int, last: int) -> float:
+            """Label records first..last-1; returns the largest log10(positives) drawn."""
+            k = np.arange(first, last)
+            store.append_batch(run, "label", {"label": k, "n_pos": 2 * k + 1, "iterations": k % 7 + 2,
+                                              "seconds": 0.01 * (k + 1), "status": np.zeros(len(k), np.int64)})
+            return float(np.log10(2 * last - 1))
+
         right = labels(0, 10)
         _tick(page, "labelling")
         page.get_by_text("Per label", exact=True).click()
@@ -560,11 +563,6 @@ def test_a_zoom_in_the_per_label_figures_survives_new_labels(page, runs):
         reset[0].click()  # the iterations figure's toolbar, left of the seconds figure's
         back = iterations(_until(page, lambda figs: _follow(iterations(figs))))
         assert_ranges_follow(back, "per label after Reset")
-    finally:
-        busy.kill()
-        busy.wait()
-        store.update(run, status="done")
-        store.delete(run)
 
 
 class _HeldSocket:
