@@ -69,6 +69,10 @@ def test_run_aggregate_bands_follow_new_batches():
     bands = agg.bands("active_fraction")
     assert list(bands["x"]) == [0, 1, 2] and list(bands["count"]) == [3, 3, 2]
     np.testing.assert_allclose(bands["median"], [0.8, 0.4, 0.3])
+    # a streaming solver's active set (LDGS: the classes scored per sample) is not a share of the rows
+    streaming = RunAggregate(n_rows=10)
+    streaming.add(second.assign(epoch=[0.5, 1.0]))
+    assert "active_fraction" not in streaming.fields() and "active_set" in streaming.fields()
     # the gap is left out at each label's last iteration, where it is 0 by definition
     np.testing.assert_allclose(agg.bands("objective_gap")["median"], [4.0, 0.6])
     # seconds skip iteration 0 (set-up, no step); work counts it: 1.25 CPU-s at iteration 0, +3.25, +3

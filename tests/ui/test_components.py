@@ -149,20 +149,23 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     dashboard = Dashboard(store)
     dashboard.view().get_root(Document())
     table = dashboard.runs
-    assert list(table.table.value["solver"]) == ["ppdsparse", "dismec", "dismec"]  # newest first
+    # rows in the order the runs were made (a new run never moves a row), shown newest first
+    assert list(table.table.value["solver"]) == ["dismec", "dismec", "ppdsparse"]
+    assert list(table.table.value.index) == [r["number"] for r in store.list()]
+    assert table.table.sorters == [{"field": "number", "dir": "desc"}] and "number" in table.table.hidden_columns
     assert {"p@1", "ndcg@3", "psp@5", "variant", "progress"} <= set(table.table.value.columns)
     table.filters["solver"].value = ["ppdsparse"]
     assert list(table.table.value["id"]) == [runs[2]]
     table.table.selection = [0]
     table.filters["solver"].value = []
-    assert table.table.selection == [0] and table.ticked() == [runs[2]]  # the tick followed its run
+    assert table.table.selection == [2] and table.ticked() == [runs[2]]  # the tick followed its run
     table.delete_button.clicks += 1
     assert table.confirm.visible and "Delete 1 run?" in table.confirm_text.object
     table.keep_button.clicks += 1
     assert not table.confirm.visible and len(store.list()) == 3
     table.delete_button.clicks += 1
     table.confirm_button.clicks += 1
-    assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[1::-1]
+    assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[:2]
     assert runs[2] not in dashboard.cache.runs
 
 

@@ -4,16 +4,33 @@ among the shown runs, at that run's lowest objective; none without one. The figu
 the served page in a real browser (legend, range, screenshot)."""
 import numpy as np
 import pytest
+from bokeh.models import HSpan
 
 from tests.ui.browser import ARTIFACTS, browser_page
 from tests.ui.conftest import start_server
-from tests.ui.test_page import _open, _tick, _until
+from tests.ui.test_page import _canvases, _open, _pan, _tick, _until
 from xcviz.data.synthetic import generate
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, SqliteSink
 from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
 from xcviz.ui.run_view import RunView
 
+# for the objective figure's reference lines: whether each spans the figure's x range as shown now
+# (a glyph with x coordinates spans those; a horizontal span crosses any x range)
+COVERED_JS = """() => {
+  const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    if (!(m.x_range && m.renderers && m.title && m.title.text.startsWith('objective'))) continue;
+    for (const r of m.renderers) {
+      const d = r.data_source && r.data_source.data;
+      if (!d || !d.label || !d.label.length) continue;  // only the reference lines' source has labels
+      if (!r.glyph.xs) { out.push(r.glyph.type === 'HSpan'); continue; }
+      const xs = Array.from(d[r.glyph.xs.field]).flatMap((a) => Array.from(a));
+      out.push(Math.min(...xs) <= m.x_range.start && Math.max(...xs) >= m.x_range.end);
+    }
+  }
+  return out;
+}"""
 RUNS = {"sync-1e-3": ("sync", 1e-3), "lbfgs-1e-3": ("lbfgs", 1e-3), "lbfgs-1e-2": ("lbfgs", 1e-2),
         "lc-1e-3": ("lc", 1e-3)}
 
@@ -48,15 +65,17 @@ def test_the_objective_figure_draws_each_problems_lbfgs_optimum(store):
     view = RunView(store)
     lines = _references(view, store, list(runs))
     assert sorted(lines["label"]) == ["L-BFGS optimum (lbfgs-1e-2)", "L-BFGS optimum (lbfgs-1e-3)"]
-    for label, value, ys in zip(lines["label"], lines["value"], lines["ys"]):
+    for label, value, y in zip(lines["label"], lines["value"], lines["y"]):
         name = label[len("L-BFGS optimum ("):-1]
         # the lowest objective L-BFGS recorded is its final one, the optimum the others approach
         assert value == pytest.approx(final[name], rel=1e-9)
-        assert np.allclose(ys, np.log10(value))  # the objective figure's y axis is logarithmic
+        assert y == pytest.approx(np.log10(value))  # the objective figure's y axis is logarithmic
     fig = view.plots._figures["objective"].object
     assert fig.y_range.start <= np.log10(min(lines["value"])) <= fig.y_range.end
-    # the line spans the figure; sync and LC end above their problem's L-BFGS optimum
-    assert all(xs[0] == fig.x_range.start and xs[1] == fig.x_range.end for xs in lines["xs"])
+    # the lines cross the whole plot (spans, not segments over some x range); sync and LC end above
+    # their problem's L-BFGS optimum
+    (spans,) = [r for r in fig.renderers if r.data_source is view.plots._sources["objective"][3]]
+    assert isinstance(spans.glyph, HSpan)
     for name in ("sync-1e-3", "lc-1e-3"):
         assert final["lbfgs-1e-3"] <= final[name] + 1e-9
     # only the runs shown count: sync alone has no reference; with L-BFGS 1e-3 it has one
@@ -79,6 +98,13 @@ def test_the_served_page_shows_the_reference_line(store, tmp_path):
 
             figs = objective(_until(page, lambda figs: any("L-BFGS optimum (lbfgs-1e-3)" in f["labels"]
                                                            for f in objective(figs))))
+            assert page.evaluate(COVERED_JS) == [True]  # the line crosses the plot
+            _pan(page, _canvases(page)[0])  # the objective figure, the first: a view that moved
+            page.wait_for_function("([x]) => Bokeh.documents.some(d => Array.from(d.all_models).some(m => m.x_range "
+                                   "&& m.title && m.title.text.startsWith('objective') && m.x_range.start < x))",
+                                   arg=[figs[0]["x"][0] - 1e-9], timeout=10000)
+            page.wait_for_timeout(1500)  # a refresh came
+            assert page.evaluate(COVERED_JS) == [True]  # still crosses it, no refit needed
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "dsmlr-lbfgs-reference.png"))
         assert errors == []

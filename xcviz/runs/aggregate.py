@@ -119,13 +119,16 @@ def with_derived(batch: pd.DataFrame, n_rows: int | None = None) -> pd.DataFrame
     (f - f_final) / |f_final| per label, left out (NaN) at each label's last iteration where it is
     0 by definition, for one-vs-all batches that hold whole labels (records with an `epoch` come
     from a solver that streams one trajectory over many batches, whose final value is not known
-    yet); `active_fraction`, the active set over the `n_rows` training rows."""
+    yet); `active_fraction`, the active set over the `n_rows` training rows, for one-vs-all
+    records, whose active set is a set of rows (a streaming solver's is not: LDGS's is the classes
+    it scores per sample, drawn as it is)."""
     extra = {}
-    if {"objective", "label", "iteration"} <= set(batch) and "epoch" not in batch:
+    per_label = "epoch" not in batch
+    if {"objective", "label", "iteration"} <= set(batch) and per_label:
         gap = relative_to_final(batch)
         last = batch.groupby("label")["iteration"].transform("max") == batch["iteration"]
         extra["objective_gap"] = gap.where(~last)
-    if n_rows and "active_set" in batch:
+    if n_rows and "active_set" in batch and per_label:
         extra["active_fraction"] = batch["active_set"] / n_rows
     return batch.assign(**extra) if extra else batch
 

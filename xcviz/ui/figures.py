@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 import panel as pn
-from bokeh.models import CustomJSTickFormatter, FixedTicker, Range1d
+from bokeh.models import CustomJS, CustomJSTickFormatter, FixedTicker, Range1d
 from bokeh.plotting import figure
 
 # Tableau 10: runs numbered one after the other get different colours
@@ -35,6 +35,17 @@ const v = value(tick);
 if (v === 0) return '0';
 if (exponent) return Number(v.toPrecision(3)).toExponential().replace('e+', 'e');
 return String(Number(v.toPrecision(4)));
+"""
+LEGEND_COLUMNS = 3  # legend entries per row below a plot: three run names fit a 340 px figure
+# after a change of a legend's data: if its entries changed, lay its figure out again once drawn
+_RELAYOUT = """
+const entries = JSON.stringify(legend.items.flatMap((item) => item.get_labels_list_from_label_prop()));
+const seen = window.xcvizLegendEntries ??= new WeakMap();
+if (seen.get(legend) === entries) return;
+seen.set(legend, entries);
+requestAnimationFrame(() => requestAnimationFrame(() => {
+  for (const view of Bokeh.index.find(plot)) view.request_layout(true);
+}));
 """
 _LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
 _LOG_TICKS = "const value = (t) => Math.pow(10, t);" + _NUMBER
@@ -71,10 +82,25 @@ def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, heig
 
 
 def style_legend(fig) -> None:
-    """A small legend in the figure's corner, translucent so curves under it stay visible."""
-    for legend in fig.legend:
-        legend.update(location="top_right", label_text_font_size="10px", glyph_height=10, glyph_width=14,
-                      spacing=0, padding=4, margin=4, background_fill_alpha=0.6, border_line_alpha=0.3)
+    """The figure's legend below its plot area, in rows of up to LEGEND_COLUMNS entries: outside the
+    data, so it never hides a curve wherever the curves run or the user pans (W&B and TensorBoard
+    keep theirs off the plot too). Call it once the glyphs that make legend entries are added.
+
+    Bokeh sizes a legend outside the plot when it lays the figure out, and does not lay it out
+    again when only the entries change (other runs in the data) while the figure keeps its size: a
+    legend whose entries changed while its figure was hidden came back cut or with a gap. So the
+    page lays the figure out again once the entries its data names have changed."""
+    for legend in list(fig.legend):
+        if any(item is legend for item in fig.center):
+            fig.center = [item for item in fig.center if item is not legend]
+            fig.add_layout(legend, "below")
+        legend.update(orientation="horizontal", location="top_left", ncols=LEGEND_COLUMNS,
+                      label_text_font_size="10px", glyph_height=10, glyph_width=14, spacing=8, padding=2,
+                      margin=2, label_standoff=4, border_line_alpha=0, background_fill_alpha=0)
+        relayout = CustomJS(args={"legend": legend, "plot": fig}, code=_RELAYOUT)
+        sources = {id(r.data_source): r.data_source for item in legend.items for r in item.renderers}
+        for source in sources.values():
+            source.js_on_change("data", relayout)
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:

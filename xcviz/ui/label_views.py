@@ -2,7 +2,9 @@
 paper's Figure 7), and the label inspector, one label's trajectory through its iterations.
 
 Both keep their figures and feed them new rows: a refresh streams only the label records that
-arrived since the last one.
+arrived since the last one. As in the live plots, new records of the same runs (or the same label)
+keep a view the user zoomed or panned, its Reset moving with the data (`figures.fit`, follow=False);
+showing other runs, or another label, fits the ranges to the data.
 """
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import fit, locked, new_figure, scaled, set_log, style_legend
+from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .text import markdown_text
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
 SLOWEST = 10
+LOG_TRAJECTORY = ("objective", "grad_norm", "duality_gap")  # the inspector's fields on a log axis
 NO_LABELS = ("The shown runs record no per-label results ({names}: a multiclass solver trains all classes "
              "at once). Tick a one-vs-all run (dismec, ppdsparse) to see its labels here.")
 
@@ -68,6 +71,7 @@ class PositivesView:
         self.note = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
         self._points: dict[str, tuple[int, dict]] = {}  # run -> (labels read, its columns)
         self._sent: list | None = None
+        self._view: list | None = None  # the runs the ranges were fitted for
 
     def _columns(self, runs: dict[str, PlotRun]) -> dict[str, np.ndarray]:
         """The source's columns: every shown run's labels with positives, tagged with its name and colour."""
@@ -93,15 +97,21 @@ class PositivesView:
             data = self._columns(runs)
             self.source.data = data
             self._sent = sent
-            fit(self.iterations, [data["lx"]], [data["iterations"]], True, False)
-            fit(self.seconds, [data["lx"]], [data["ly"]], True, True)
+            view = [(run, name, color) for run, _, name, color in sent]
+            follow, self._view = view != self._view, view
+            fit(self.iterations, [data["lx"]], [data["iterations"]], True, False, follow=follow)
+            fit(self.seconds, [data["lx"]], [data["ly"]], True, True, follow=follow)
+        else:
+            for fig, log_y in ((self.iterations, False), (self.seconds, True)):
+                if zoomed(fig.x_range) or zoomed(fig.y_range):
+                    retick(fig, True, log_y)  # the user zoomed: ticks for what is shown
         note = _no_labels(runs) if text else self.note.object
         if note != self.note.object:
             self.note.object, self.note.visible = note, bool(note)
 
     def forget(self, run: str) -> None:
         self._points.pop(run, None)
-        self._sent = None
+        self._sent = self._view = None  # its records start again: ranges follow them
 
     def figures(self) -> list:
         return [self.iterations, self.seconds]
@@ -131,6 +141,7 @@ class LabelInspector:
             fig.add_tools(HoverTool(tooltips=[("iteration", "@x"), ("value", "@v")]))
         self.runs: dict[str, PlotRun] = {}
         self._shown: tuple | None = None
+        self._drawn: list[tuple | None] = [None] * 4  # per figure: the run, label and field it draws
         self.run.param.watch(locked(lambda _e: self._pick_run()), "value")
         self.label.param.watch(locked(lambda _e: self.redraw()), "value")
         self.slowest.param.watch(self._pick_row, "selection")
@@ -148,7 +159,7 @@ class LabelInspector:
             self.info.object = _no_labels(runs)
             for fig in self._figures:
                 fig.visible = False
-            self._shown = None
+            self._shown, self._drawn = None, [None] * 4
             return
         self._update_table()
         self.redraw()
@@ -173,24 +184,30 @@ class LabelInspector:
             self.label.value = int(self.slowest.value.iloc[event.new[0]]["label"])
 
     def redraw(self) -> None:
+        """Draw the picked label's trajectory if its run's records changed (a zoom kept while the
+        label stays the same), or retick a zoomed figure."""
         plot_run = self.runs.get(self.run.value)
         if plot_run is None:
             return
         state = (self.run.value, self.label.value, plot_run.records.version)
         if state == self._shown:
+            for fig, drawn in zip(self._figures, self._drawn):
+                if drawn is not None and (zoomed(fig.x_range) or zoomed(fig.y_range)):
+                    retick(fig, False, drawn[-1] in LOG_TRAJECTORY)
             return
         self._shown = state
         steps = plot_run.records.iterations.trajectory(self.label.value)
         fields = [f for f in TRAJECTORY if f in steps][:4]
-        for fig, source, field in zip(self._figures, self._sources, fields + [None] * 4):
+        for i, (fig, source, field) in enumerate(zip(self._figures, self._sources, fields + [None] * 4)):
             fig.visible = field is not None
+            drawn, self._drawn[i] = self._drawn[i], None if field is None else state[:2] + (field,)
             if field is None:
                 continue
-            log = field in ("objective", "grad_norm", "duality_gap")
+            log = field in LOG_TRAJECTORY
             values = steps[field].to_numpy(np.float64)
             source.data = {"x": steps["iteration"].to_numpy(), "y": scaled(values, log), "v": values}
             set_log(fig.yaxis[0], log, field_label(field))
-            fit(fig, [source.data["x"]], [source.data["y"]], False, log)
+            fit(fig, [source.data["x"]], [source.data["y"]], False, log, follow=drawn != self._drawn[i])
             fig.title.text = f"label {self.label.value}: {field_label(field)}"
         labels = plot_run.records.labels
         row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]

@@ -13,7 +13,8 @@ smoothing) recomputes only the curves whose run has new records or whose view ch
 a figure new data only when one of its curves changed. The numbers come from `RunAggregate`; this
 module only smooths (before downsampling), downsamples and scales them for drawing. A fourth glyph
 draws reference lines across a figure (`references.py`: DS-MLR's L-BFGS optimum), dashed, named in
-the legend, and counted in the figure's y range.
+the legend, and counted in the figure's y range: a horizontal span (Bokeh's `hspan`), which crosses
+the whole plot whatever the x range, so a pan or zoom never shows it cut.
 """
 from __future__ import annotations
 
@@ -68,12 +69,10 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
     return bands, lines, points
 
 
-def _reference_columns(refs: list[Reference], x_range, log_y: bool) -> dict:
-    """The reference lines' source: each across the figure's x range, at its value as drawn."""
-    xs = [np.array([x_range.start, x_range.end], np.float64) for _ in refs]
-    ys = [np.full(2, scaled(np.array([r.value]), log_y)[0]) for r in refs]
-    return {"xs": xs, "ys": ys, "color": [r.color for r in refs], "label": [r.label for r in refs],
-            "value": [r.value for r in refs]}
+def _reference_columns(refs: list[Reference], log_y: bool) -> dict:
+    """The reference lines' source: each at its value as drawn (log10 on a log axis)."""
+    return {"y": scaled(np.array([r.value for r in refs], np.float64), log_y), "color": [r.color for r in refs],
+            "label": [r.label for r in refs], "value": [r.value for r in refs]}
 
 
 class LivePlots:
@@ -144,7 +143,7 @@ class LivePlots:
                 follow, self._views[field] = self._views.get(field) != view, view
                 self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
                                                                 refs, follow)
-                self._sources[field][3].data = _reference_columns(refs, fig.x_range, log_y)
+                self._sources[field][3].data = _reference_columns(refs, log_y)
             elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
                 retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
             visible = self._drawn[field]
@@ -210,9 +209,8 @@ class LivePlots:
         fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
         fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
         hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
-        refs = ColumnDataSource(_reference_columns([], fig.x_range, False))
-        fig.multi_line(xs="xs", ys="ys", source=refs, line_color="color", line_width=1.5, line_dash="dashed",
-                       legend_field="label")
+        refs = ColumnDataSource(_reference_columns([], False))
+        fig.hspan(y="y", source=refs, line_color="color", line_width=1.5, line_dash="dashed", legend_field="label")
         fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
         style_legend(fig)
         pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")

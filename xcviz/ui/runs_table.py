@@ -4,7 +4,11 @@ a confirmation in the page) the ticked runs; the error of a failed run in its ro
 table when it is ticked.
 
 Ticked runs are remembered by id, so a refresh or a filter keeps them ticked; the table is only
-sent to the browser again when one of its cells changed.
+sent to the browser again when one of its cells changed. The browser reports ticks as row numbers
+of the data it holds, which may be a refresh behind the server's: so a refresh never moves a row.
+The rows are kept in the order the store made the runs (a new run is added after the others, its
+row number one past the last) and the browser sorts them newest first; only a run leaving the
+list (a deletion, a filter) moves the rows after it, and the ticks are then put back by id.
 """
 from __future__ import annotations
 
@@ -59,7 +63,8 @@ def run_row(row: dict, now: float | None = None) -> dict:
             "ETA s": round(eta) if row["status"] == "running" and eta is not None else None,
             "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
-            **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"]}
+            **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"],
+            "number": int(row.get("number") or 0)}
 
 
 def differing_params(rows: list[dict]) -> dict[str, list[str]]:
@@ -76,12 +81,14 @@ def differing_params(rows: list[dict]) -> dict[str, list[str]]:
 
 
 def runs_frame(rows: list[dict]) -> pd.DataFrame:
-    """The table of these store rows, newest first; columns for the parameters that differ among
-    them; accuracy and macro-F1 columns only if some run has them."""
-    rows = sorted(rows, key=lambda r: r.get("created") or 0, reverse=True)
+    """The table of these store rows in the order they were made, indexed by their number in the
+    store (shown newest first by the page); columns for the parameters that differ among them;
+    accuracy and macro-F1 columns only if some run has them."""
+    rows = sorted(rows, key=lambda r: r.get("created") or 0)
     frame = pd.DataFrame([run_row(r) for r in rows],
                          columns=list(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None,
                                                "spec": "{}", "summary": {}, "error": None, "id": ""})))
+    frame.index = pd.Index(frame["number"].to_numpy(np.int64))
     at = frame.columns.get_loc("variant") + 1
     for k, (name, values) in enumerate(differing_params(rows).items()):
         if name not in frame:
@@ -101,7 +108,8 @@ class RunsTable:
                         for c in FILTERED}
         self.table = pn.widgets.Tabulator(
             runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
-            sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"], hidden_columns=["id"],
+            sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
+            hidden_columns=["id", "number"], sorters=[{"field": "number", "dir": "desc"}],  # newest first
             configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
             # the table fits its columns to the first rows it shows: "0/0 labels" then cut "128/159 labels"
             widths={"done": 130},
@@ -145,11 +153,10 @@ class RunsTable:
         for column, widget in self.filters.items():
             if widget.value:
                 frame = frame[frame[column].isin(widget.value)]
-        frame = frame.reset_index(drop=True)
         if frame.equals(self.table.value):
             return self._show_errors()
         before = list(self.table.value["id"])
-        moved = list(frame["id"]) != before  # new runs come first: rows move
+        moved = list(frame["id"].iloc[:len(before)]) != before  # a run left the list: the rows after it move
         self.table.value = frame
         # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
         # them, and setting them here could undo a tick the browser has sent but we have not seen

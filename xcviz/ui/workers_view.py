@@ -21,7 +21,7 @@ from bokeh.plotting import figure
 from ..runs.costmodel import BANDWIDTH, TASK_OVERHEAD, WORKERS, predict_makespan
 from ..runs.launcher import FINAL
 from ..runs.store import RunStore
-from .figures import PALETTE
+from .figures import PALETTE, style_legend
 
 _EMPTY = {k: [] for k in ("lane", "left", "right", "run", "worker", "task", "labels", "seconds", "bytes", "color")}
 
@@ -139,7 +139,7 @@ def scaling_figure(label_seconds: np.ndarray, n_pos: np.ndarray, data_bytes: flo
         fig.scatter("workers", "seconds", source=points, size=10, color="#d62728", marker="diamond",
                     legend_label="measured")
     fig.xaxis.axis_label, fig.yaxis.axis_label = "workers (one thread each)", "seconds"
-    fig.legend.location = "bottom_left"
+    style_legend(fig)
     fig.title.text_font_size = "11px"
     return fig
 
