@@ -75,10 +75,15 @@ class Shards:
     def dataset(self) -> Dataset:
         """Every part, in order, as one Dataset (for solvers that train in one process)."""
         if self._whole is None:
-            parts = [self.part(k) for k in range(len(self.parts))]
-            self._whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
-                                  Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name,
-                                  path=str(self.folder))
+            try:
+                parts = [self.part(k) for k in range(len(self.parts))]
+                self._whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
+                                      Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name,
+                                      path=str(self.folder))
+            except MemoryError:
+                raise MemoryError(f"{self.folder}: not enough memory to read its {self.n_rows} rows into this "
+                                  "process (DS-MLR's sync on a Dask cluster reads a sharded folder on its workers "
+                                  "instead)") from None
         return self._whole
 
     @property
