@@ -11,8 +11,8 @@ Sharded data on Dask (`SHARDED`): the same sync run on a LocalCluster of 2 worke
 driver reading the data and scattering its row blocks, once from a sharded folder the workers read
 themselves; the driver's peak memory (after the cluster and the JIT are warm) against the data's
 size. The driver of the sharded run should hold only W, b and per-row label counts. Then both
-again in one driver whose data segment is capped (RLIMIT_DATA, after its warm-up) at half the
-data's size: the sharded one must train to the same objective, the loaded one must fail reading.
+again in one driver whose data segment is capped (RLIMIT_DATA, after its warm-up) below the
+data's size (LIMIT_FRACTION): the sharded one must train to the same objective, the loaded one must fail reading.
 """
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ PROBLEMS = {
 TARGET = 0.01
 # the sharded-data comparison: generator arguments, parts, sync parameters
 SHARDED = ({"n": 200_000, "d": 1_000, "labels": 20}, 4, {"epochs": 2, "grid": 8, "lam": 1e-3, "alpha": 1500.0})
-LIMIT_FRACTION = 0.5  # the limited drivers may add this fraction of the training data's CSR size
+# the limited drivers may add this fraction of the training data's CSR size (the sharded driver
+# holds b, the rows' label counts and the records' per-row statistics: O(rows), not O(non-zeros))
+LIMIT_FRACTION = 0.5
 
 
 def _problem(name: str):
@@ -115,13 +117,17 @@ def limit_data(budget_mb: float) -> float:
     return baseline
 
 
-def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, sync: dict | None = None) -> dict:
+def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, sync: dict | None = None,
+               address: str | None = None) -> dict:
     """DS-MLR sync on a LocalCluster(2) with this process as the driver, once per kind in order:
     `loaded` reads the sharded folder here and scatters it, `sharded` lets the workers read their
     row blocks. Peak RSS of the driver while training, counted after the cluster started and the
     kernels compiled. With `limit_mb`, the driver's data segment is then capped at its baseline
     plus `limit_mb` (`limit_data`): a kind that runs out of memory is reported with its error.
-    sync: the sync parameters (SHARDED's by default)."""
+    sync: the sync parameters (SHARDED's by default). address: a running cluster's scheduler to
+    connect to, instead of a LocalCluster of this process's own (whose scheduler would live here)."""
+    from contextlib import ExitStack
+
     from distributed import Client, LocalCluster
 
     from xcviz.data.shards import open_shards
@@ -129,8 +135,11 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
 
     params = DsmlrParams(mode="sync", **(SHARDED[2] if sync is None else sync))
     out: dict = {}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with ExitStack() as stack:
+        if address is None:
+            address = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+        client = stack.enter_context(Client(address))
         warm = open_shards(folder).part(0)
         # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels)
         fit_dsmlr(warm.X[:300], warm.Y[:300], params, threads=1, client=client)
@@ -163,9 +172,21 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
 
 
 def driver_process(kinds: list[str], folder: str, limit_mb: float | None = None, sync: dict | None = None) -> dict:
-    """`run_driver` in a process of its own (a fresh peak count, and a limit that ends with it)."""
+    """`run_driver` in a process of its own (a fresh peak count, and a limit that ends with it). A
+    limited driver connects to a LocalCluster(2) started here: a LocalCluster's scheduler runs in
+    the process that starts it, and under the driver's limit it would drop workers, not the driver
+    run out of memory."""
+    from contextlib import ExitStack
+
+    from distributed import LocalCluster
+
     cmd = [sys.executable, __file__, "--driver", ",".join(kinds), folder, json.dumps(limit_mb), json.dumps(sync)]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    with ExitStack() as stack:
+        if limit_mb is not None:
+            cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+            cmd.append(json.dumps(cluster.scheduler_address))
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)
         print(run.stderr, file=sys.stderr)
         return {kind: {"error": (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]} for kind in kinds}
@@ -193,6 +214,47 @@ def bench_sharded() -> dict:
     return out
 
 
+def _driver_rows(rows: list[tuple[str, dict]], data_mb: float) -> list[str]:
+    out = []
+    for name, x in rows:
+        if "error" in x or not x:
+            out.append(f"| {name} | failed: {x.get('error', 'not run')} | {data_mb:.1f} | | | |")
+            continue
+        out.append(f"| {name} | {x['peak_extra_mb']:.1f} | {data_mb:.1f} | {x['w_mb']:.2f} | "
+                   f"{x['seconds']:.1f} | {x['objective']:.6f} |")
+    return out
+
+
+def limited_rows(limited: dict, data_mb: float) -> list[str]:
+    """The table rows of the limited drivers (none when they were not run)."""
+    if "limit_mb" not in limited:
+        return []
+    return _driver_rows([(f"{kind}, driver limited to {limited['limit_mb']:g} MB", limited.get(kind, {}))
+                         for kind in ("sharded", "loaded")], data_mb)
+
+
+def limited_text(limited: dict, data_mb: float, unlimited_objective: float | None) -> list[str]:
+    """What the limited drivers show, with the limit's method."""
+    if "limit_mb" not in limited:
+        return []
+    fit, load = limited.get("sharded", {}), limited.get("loaded", {})
+    same = ("the same objective as the unlimited sharded run" if fit.get("objective") == unlimited_objective
+            else "NOT the unlimited run's objective")
+    return ["", f"Limited drivers (one process, sharded first, connected to a LocalCluster(2) of another process: "
+            "a LocalCluster's scheduler lives in the process that starts it and would share the limit): after a "
+            "warm-up fit of the "
+            f"same run on 300 rows, the driver's data segment (VmData: heap, numpy arrays, thread stacks; what "
+            f"RLIMIT_DATA counts) was {limited['baseline_data_mb']:.0f} MB (RSS {limited['baseline_rss_mb']:.0f} MB: "
+            "Python, numpy/scipy, numba's LLVM and kernels, the Dask client); `setrlimit(RLIMIT_DATA)` then "
+            f"capped it at that plus {limited['limit_mb']:g} MB, {limited['limit_mb'] / data_mb:.2f} x "
+            "the training data. "
+            + (f"The sharded driver trained within it ({fit['data_segment_mb'] - limited['baseline_data_mb']:.1f}"
+               f" MB of the {limited['limit_mb']:g} in use at the end) to {same}; "
+               if "objective" in fit else f"The sharded driver FAILED ({fit.get('error')}); ")
+            + ("the loaded driver failed reading the data: " + load["error"] if "error" in load else
+               "the loaded driver did NOT fail") + "."]
+
+
 def render_sharded(r: dict) -> list[str]:
     gen, parts, params = SHARDED
     lines = ["### Sharded data on Dask: the driver's memory", "",
@@ -203,37 +265,15 @@ def render_sharded(r: dict) -> list[str]:
              "scatters the row blocks; `sharded`: each worker reads its own.", "",
              "| driver | peak extra RSS MB | data MB (CSR) | W MB | train s | objective |", "|---|---|---|---|---|---|"]
     limited = r.get("limited", {})
-    rows = [("loaded", r.get("loaded", {})), ("sharded", r.get("sharded", {}))]
-    if "limit_mb" in limited:
-        rows += [(f"{kind}, driver limited to {limited['limit_mb']:g} MB", limited.get(kind, {}))
-                 for kind in ("sharded", "loaded")]
-    for name, x in rows:
-        if "error" in x or not x:
-            lines.append(f"| {name} | failed: {x.get('error', 'not run')} | {r['data_mb']:.1f} | | | |")
-            continue
-        lines.append(f"| {name} | {x['peak_extra_mb']:.1f} | {r['data_mb']:.1f} | {x['w_mb']:.2f} | "
-                     f"{x['seconds']:.1f} | {x['objective']:.6f} |")
+    lines += _driver_rows([("loaded", r.get("loaded", {})), ("sharded", r.get("sharded", {}))], r["data_mb"])
+    lines += limited_rows(limited, r["data_mb"])
     sharded, loaded = r.get("sharded", {}), r.get("loaded", {})
     if "peak_extra_mb" in sharded and "peak_extra_mb" in loaded:
         same = "the same" if sharded["objective"] == loaded["objective"] else "NOT the same"
         lines += ["", f"The sharded driver's peak is {sharded['peak_extra_mb']:.1f} MB against {r['data_mb']:.1f} MB "
                   f"of data ({sharded['peak_extra_mb'] / r['data_mb']:.2f} x; the loaded driver "
                   f"{loaded['peak_extra_mb'] / r['data_mb']:.2f} x); {same} objective."]
-    if "limit_mb" in limited:
-        fit, load = limited.get("sharded", {}), limited.get("loaded", {})
-        same = ("the same objective as the unlimited runs" if fit.get("objective") == sharded.get("objective")
-                else "NOT the unlimited runs' objective")
-        lines += ["", f"Limited drivers (one process, sharded first): after the cluster started and a 300-row warm-up "
-                  f"fit, the driver's data segment (VmData: heap, numpy arrays, thread stacks; what RLIMIT_DATA "
-                  f"counts) was {limited['baseline_data_mb']:.0f} MB (RSS {limited['baseline_rss_mb']:.0f} MB: "
-                  "Python, numpy/scipy, numba's LLVM and kernels, the Dask client); `setrlimit(RLIMIT_DATA)` then "
-                  f"capped it at that plus {limited['limit_mb']:g} MB, {limited['limit_mb'] / r['data_mb']:.2f} x "
-                  "the training data. "
-                  + (f"The sharded driver trained within it ({fit['data_segment_mb'] - limited['baseline_data_mb']:.1f}"
-                     f" MB of the {limited['limit_mb']:g} used at the end) to {same}; "
-                     if "objective" in fit else f"The sharded driver FAILED ({fit.get('error')}); ")
-                  + ("the loaded driver failed reading the data: " + load["error"] if "error" in load else
-                     "the loaded driver did NOT fail") + "."]
+    lines += limited_text(limited, r["data_mb"], sharded.get("objective"))
     return lines + [""]
 
 
@@ -321,24 +361,43 @@ def render(results: dict) -> list[str]:
     return lines
 
 
-def rerun_sharded(out: str) -> None:
-    """Rerun the sharded part alone and put its lines in place of the old ones in `out`, keeping the
-    rest of the DS-MLR section (its times come from a quieter run than this may be)."""
+def rerun_limited(out: str) -> None:
+    """Run only the limited drivers and add their rows and text to the sharded part of `out`,
+    keeping its other rows (from a quieter run than this may be)."""
+    import re
+    import tempfile
     from pathlib import Path
 
+    from xcviz.data.shards import write_shards
+    from xcviz.data.synthetic import generate
+
+    ds = generate(**SHARDED[0], multiclass=True, zipf=0.0, avg_nnz=30, seed=0)
+    data_mb = (ds.X.data.nbytes + ds.X.indices.nbytes + ds.X.indptr.nbytes) / 2**20
+    with tempfile.TemporaryDirectory() as tmp:
+        write_shards(ds, f"{tmp}/shards", SHARDED[1])
+        del ds
+        limited = driver_process(["sharded", "loaded"], f"{tmp}/shards", round(LIMIT_FRACTION * data_mb, 1))
     text = Path(out).read_text()
     start = text.index("### Sharded data on Dask")
     end = text.index("### Targets", start)
-    lines = render_sharded(bench_sharded())
-    lines[-1:-1] = ["", f"(This part rerun alone on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the load "
-                    f"average when it ended: {os.getloadavg()[0]:.1f} on 2 cores.)"]
-    Path(out).write_text(text[:start] + "\n".join(lines) + "\n" + text[end:])
+    part = text[start:end].splitlines()
+    part = [line for line in part if "driver limited to" not in line and not line.startswith(("Limited drivers",
+                                                                                                "(The limited"))]
+    row = next(i for i, line in enumerate(part) if line.startswith("| sharded |"))
+    objective = float(part[row].rstrip(" |").rsplit("|", 1)[1])
+    part[row + 1:row + 1] = limited_rows(limited, data_mb)
+    while part and not part[-1].strip():
+        part.pop()
+    part += limited_text(limited, data_mb, objective) + [
+        "", f"(The limited drivers rerun alone on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+        f"{os.getloadavg()[0]:.1f} on 2 cores: their train seconds are not comparable with the rows above.)", ""]
+    Path(out).write_text(text[:start] + re.sub(r"\n{3,}", "\n\n", "\n".join(part) + "\n") + text[end:])
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--sharded-into":  # python benchmarks/dsmlr_bench.py --sharded-into BENCHMARKS.md
-        rerun_sharded(sys.argv[2])
+    if sys.argv[1] == "--limited-into":  # python benchmarks/dsmlr_bench.py --limited-into BENCHMARKS.md
+        rerun_limited(sys.argv[2])
     elif sys.argv[1] == "--driver":
-        print(json.dumps(run_driver(sys.argv[2].split(","), sys.argv[3], *map(json.loads, sys.argv[4:6]))))
+        print(json.dumps(run_driver(sys.argv[2].split(","), sys.argv[3], *map(json.loads, sys.argv[4:7]))))
     else:
         print(json.dumps(run_one(*sys.argv[1:3])))

@@ -1,6 +1,6 @@
-"""DS-MLR's "data does not fit" regime with a real memory limit: a driver process (with its own
-LocalCluster of 2 worker processes) caps its data segment with RLIMIT_DATA, once warm, at less
-than the training data's size (`benchmarks.dsmlr_bench.limit_data`). Over the sharded folder it
+"""DS-MLR's "data does not fit" regime with a real memory limit: a driver process, connected to
+a LocalCluster of 2 worker processes (its scheduler in this process, not under the limit), caps its
+data segment with RLIMIT_DATA, once warm, at less than the training data's size (`benchmarks.dsmlr_bench.limit_data`). Over the sharded folder it
 trains to the objective of an unlimited run; loading the same data into it fails with a
 MemoryError that names the folder."""
 import numpy as np
