@@ -238,8 +238,9 @@ def limited_text(limited: dict, data_mb: float, unlimited_objective: float | Non
     if "limit_mb" not in limited:
         return []
     fit, load = limited.get("sharded", {}), limited.get("loaded", {})
-    same = ("the same objective as the unlimited sharded run" if fit.get("objective") == unlimited_objective
-            else "NOT the unlimited run's objective")
+    shown = [f"{x:.6f}" if x is not None else "" for x in (fit.get("objective"), unlimited_objective)]
+    same = ("the objective of the unlimited sharded run (as shown; the test checks it to the bit)"
+            if shown[0] == shown[1] else "NOT the objective of the unlimited run")
     return ["", f"Limited drivers (one process, sharded first, connected to a LocalCluster(2) of another process: "
             "a LocalCluster's scheduler lives in the process that starts it and would share the limit): after a "
             "warm-up fit of the "

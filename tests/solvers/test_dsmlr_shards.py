@@ -1,6 +1,8 @@
-"""Sharded data for DS-MLR on Dask: the folder format (round trip, hostile manifests, parts changed
-after sharding), the same model as the unsharded Dask and threads runs with the driver unable to
-read a single part, the CLI `shard` + `train` path, and a dashboard launch confined to its data
+"""Sharded data for DS-MLR on Dask: the folder format (round trip, the test split in parts, an older
+single test file, hostile manifests, parts changed after sharding), the same model and the same
+test accuracy records as the unsharded Dask and threads runs with the driver unable to read a
+single part (the workers evaluate the test parts), a sharded test split evaluated part by part to
+the whole split's numbers, the CLI `shard` + `train` path, and a dashboard launch confined to its data
 folders (a part linked from outside is refused, a changed part refuses the resume)."""
 import json
 import os
