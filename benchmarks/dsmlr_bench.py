@@ -10,10 +10,13 @@ the peak memory of training against data + 2 x W.
 Sharded data on Dask (`SHARDED`): the same sync run on a LocalCluster of 2 workers, once with the
 driver reading the data and scattering its row blocks, once from a sharded folder the workers read
 themselves; the driver's peak memory (after the cluster and the JIT are warm) against the data's
-size. The driver of the sharded run should hold only W, b and per-row label counts.
+size. The driver of the sharded run should hold only W, b and per-row label counts. Then both
+again in one driver whose data segment is capped (RLIMIT_DATA, after its warm-up) below the
+data's size (LIMIT_FRACTION): the sharded one must train to the same objective, the loaded one must fail reading.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -30,6 +33,9 @@ PROBLEMS = {
 TARGET = 0.01
 # the sharded-data comparison: generator arguments, parts, sync parameters
 SHARDED = ({"n": 200_000, "d": 1_000, "labels": 20}, 4, {"epochs": 2, "grid": 8, "lam": 1e-3, "alpha": 1500.0})
+# the limited drivers may add this fraction of the training data's CSR size (the sharded driver
+# holds b, the rows' label counts and the records' per-row statistics: O(rows), not O(non-zeros))
+LIMIT_FRACTION = 0.5
 
 
 def _problem(name: str):
@@ -89,33 +95,102 @@ def run_one(problem: str, mode: str) -> dict:
             "final": float(np.asarray(it["objective"])[-1])}
 
 
-def run_driver(kind: str, folder: str) -> dict:
-    """DS-MLR sync on a LocalCluster(2) with this process as the driver: `loaded` reads the sharded
-    folder here and scatters it, `sharded` lets the workers read their row blocks; peak RSS of the
-    driver while training (the cluster started and the kernels compiled before the count)."""
+def _vm_data_mb() -> float:
+    """The data segment (VmData: private writable mappings, the heap and numpy's arrays, what
+    RLIMIT_DATA counts), in MB."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmData")) / 1024
+
+
+def limit_data(budget_mb: float) -> float:
+    """Cap this process's data segment (RLIMIT_DATA, soft limit; the hard one is left alone) at its
+    current size plus `budget_mb`; returns that current size, the baseline. Called once the driver
+    is warm, so that Python, numpy/scipy, numba's LLVM and the loaded kernels, the Dask client's
+    threads (each thread's stack counts) are the baseline and the budget is what training may add.
+    Processes started before (the LocalCluster's workers) keep their own, unlimited segment."""
+    import resource
+
+    gc.collect()
+    baseline = _vm_data_mb()
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (int((baseline + budget_mb) * 2**20), hard))
+    return baseline
+
+
+def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, sync: dict | None = None,
+               address: str | None = None) -> dict:
+    """DS-MLR sync on a LocalCluster(2) with this process as the driver, once per kind in order:
+    `loaded` reads the sharded folder here and scatters it, `sharded` lets the workers read their
+    row blocks. Peak RSS of the driver while training, counted after the cluster started and the
+    kernels compiled. With `limit_mb`, the driver's data segment is then capped at its baseline
+    plus `limit_mb` (`limit_data`): a kind that runs out of memory is reported with its error.
+    sync: the sync parameters (SHARDED's by default). address: a running cluster's scheduler to
+    connect to, instead of a LocalCluster of this process's own (whose scheduler would live here)."""
+    from contextlib import ExitStack
+
     from distributed import Client, LocalCluster
 
     from xcviz.data.shards import open_shards
     from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
 
-    params = DsmlrParams(mode="sync", **SHARDED[2])
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    params = DsmlrParams(mode="sync", **(SHARDED[2] if sync is None else sync))
+    out: dict = {}
+    with ExitStack() as stack:
+        if address is None:
+            address = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+        client = stack.enter_context(Client(address))
         warm = open_shards(folder).part(0)
-        fit_dsmlr(warm.X[:300], warm.Y[:300], DsmlrParams(mode="sync", epochs=1, grid=2), threads=1, client=client)
+        # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels)
+        fit_dsmlr(warm.X[:300], warm.Y[:300], params, threads=1, client=client)
         del warm
-        _reset_peak()
-        before = _rss_mb()
-        t0 = time.monotonic()
-        if kind == "sharded":
-            model = fit_dsmlr(open_shards(folder), None, params, threads=1, client=client)
-        else:
-            ds = open_shards(folder).dataset()
-            model = fit_dsmlr(ds.X, ds.Y, params, threads=1, client=client)
-        seconds = time.monotonic() - t0
-        peak = _peak_mb()
-    return {"peak_extra_mb": peak - before, "w_mb": model.info["w_memory_mb"], "seconds": seconds,
-            "objective": model.info["objective"], "n_rows": model.info["n_rows"]}
+        if limit_mb is not None:
+            import resource
+
+            out.update(limit_mb=limit_mb, baseline_data_mb=limit_data(limit_mb), baseline_rss_mb=_rss_mb(),
+                       rlimit_data_mb=resource.getrlimit(resource.RLIMIT_DATA)[0] / 2**20)
+        for kind in kinds:
+            _reset_peak()
+            before = _rss_mb()
+            t0 = time.monotonic()
+            try:
+                if kind == "sharded":
+                    model = fit_dsmlr(open_shards(folder), None, params, threads=1, client=client)
+                else:
+                    ds = open_shards(folder).dataset()
+                    model = fit_dsmlr(ds.X, ds.Y, params, threads=1, client=client)
+                    del ds
+            except MemoryError as exc:
+                out[kind] = {"error": f"MemoryError: {exc}", "data_mb_at_error": _vm_data_mb()}
+                continue
+            seconds = time.monotonic() - t0
+            out[kind] = {"peak_extra_mb": _peak_mb() - before, "w_mb": model.info["w_memory_mb"],
+                         "seconds": seconds, "objective": model.info["objective"], "n_rows": model.info["n_rows"],
+                         "data_segment_mb": _vm_data_mb()}
+            del model
+    return out
+
+
+def driver_process(kinds: list[str], folder: str, limit_mb: float | None = None, sync: dict | None = None) -> dict:
+    """`run_driver` in a process of its own (a fresh peak count, and a limit that ends with it). A
+    limited driver connects to a LocalCluster(2) started here: a LocalCluster's scheduler runs in
+    the process that starts it, and under the driver's limit it would drop workers, not the driver
+    run out of memory."""
+    from contextlib import ExitStack
+
+    from distributed import LocalCluster
+
+    cmd = [sys.executable, __file__, "--driver", ",".join(kinds), folder, json.dumps(limit_mb), json.dumps(sync)]
+    with ExitStack() as stack:
+        if limit_mb is not None:
+            cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+            cmd.append(json.dumps(cluster.scheduler_address))
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)
+        print(run.stderr, file=sys.stderr)
+        return {kind: {"error": (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]} for kind in kinds}
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def bench_sharded() -> dict:
@@ -132,13 +207,53 @@ def bench_sharded() -> dict:
         out = {"data_mb": data_mb}
         for kind in ("loaded", "sharded"):
             print(f"  dsmlr sharded data: driver {kind} ...", file=sys.stderr, flush=True)
-            run = subprocess.run([sys.executable, __file__, "--driver", kind, f"{tmp}/shards"], capture_output=True,
-                                 text=True)
-            out[kind] = (json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else
-                         {"error": (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]})
-            if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)
-                print(run.stderr, file=sys.stderr)
+            out[kind] = driver_process([kind], f"{tmp}/shards")[kind]
+        limit = round(LIMIT_FRACTION * data_mb, 1)
+        print(f"  dsmlr sharded data: drivers limited to {limit} MB ...", file=sys.stderr, flush=True)
+        out["limited"] = driver_process(["sharded", "loaded"], f"{tmp}/shards", limit)
     return out
+
+
+def _driver_rows(rows: list[tuple[str, dict]], data_mb: float) -> list[str]:
+    out = []
+    for name, x in rows:
+        if "error" in x or not x:
+            out.append(f"| {name} | failed: {x.get('error', 'not run')} | {data_mb:.1f} | | | |")
+            continue
+        out.append(f"| {name} | {x['peak_extra_mb']:.1f} | {data_mb:.1f} | {x['w_mb']:.2f} | "
+                   f"{x['seconds']:.1f} | {x['objective']:.6f} |")
+    return out
+
+
+def limited_rows(limited: dict, data_mb: float) -> list[str]:
+    """The table rows of the limited drivers (none when they were not run)."""
+    if "limit_mb" not in limited:
+        return []
+    return _driver_rows([(f"{kind}, driver limited to {limited['limit_mb']:g} MB", limited.get(kind, {}))
+                         for kind in ("sharded", "loaded")], data_mb)
+
+
+def limited_text(limited: dict, data_mb: float, unlimited_objective: float | None) -> list[str]:
+    """What the limited drivers show, with the limit's method."""
+    if "limit_mb" not in limited:
+        return []
+    fit, load = limited.get("sharded", {}), limited.get("loaded", {})
+    shown = [f"{x:.6f}" if x is not None else "" for x in (fit.get("objective"), unlimited_objective)]
+    same = ("the objective of the unlimited sharded run (as shown; the test checks it to the bit)"
+            if shown[0] == shown[1] else "NOT the objective of the unlimited run")
+    return ["", f"Limited drivers (one process, sharded first, connected to a LocalCluster(2) of another process: "
+            "a LocalCluster's scheduler lives in the process that starts it and would share the limit): after a "
+            "warm-up fit of the "
+            f"same run on 300 rows, the driver's data segment (VmData: heap, numpy arrays, thread stacks; what "
+            f"RLIMIT_DATA counts) was {limited['baseline_data_mb']:.0f} MB (RSS {limited['baseline_rss_mb']:.0f} MB: "
+            "Python, numpy/scipy, numba's LLVM and kernels, the Dask client); `setrlimit(RLIMIT_DATA)` then "
+            f"capped it at that plus {limited['limit_mb']:g} MB, {limited['limit_mb'] / data_mb:.2f} x "
+            "the training data. "
+            + (f"The sharded driver trained within it ({fit['data_segment_mb'] - limited['baseline_data_mb']:.1f}"
+               f" MB of the {limited['limit_mb']:g} in use at the end) to {same}; "
+               if "objective" in fit else f"The sharded driver FAILED ({fit.get('error')}); ")
+            + ("the loaded driver failed reading the data: " + load["error"] if "error" in load else
+               "the loaded driver did NOT fail") + "."]
 
 
 def render_sharded(r: dict) -> list[str]:
@@ -150,19 +265,16 @@ def render_sharded(r: dict) -> list[str]:
              "after the cluster started and the kernels compiled. `loaded`: the driver reads the parts and "
              "scatters the row blocks; `sharded`: each worker reads its own.", "",
              "| driver | peak extra RSS MB | data MB (CSR) | W MB | train s | objective |", "|---|---|---|---|---|---|"]
-    for kind in ("loaded", "sharded"):
-        x = r.get(kind, {})
-        if "error" in x or not x:
-            lines.append(f"| {kind} | failed: {x.get('error', 'not run')} | | | | |")
-            continue
-        lines.append(f"| {kind} | {x['peak_extra_mb']:.1f} | {r['data_mb']:.1f} | {x['w_mb']:.2f} | "
-                     f"{x['seconds']:.1f} | {x['objective']:.6f} |")
+    limited = r.get("limited", {})
+    lines += _driver_rows([("loaded", r.get("loaded", {})), ("sharded", r.get("sharded", {}))], r["data_mb"])
+    lines += limited_rows(limited, r["data_mb"])
     sharded, loaded = r.get("sharded", {}), r.get("loaded", {})
     if "peak_extra_mb" in sharded and "peak_extra_mb" in loaded:
         same = "the same" if sharded["objective"] == loaded["objective"] else "NOT the same"
         lines += ["", f"The sharded driver's peak is {sharded['peak_extra_mb']:.1f} MB against {r['data_mb']:.1f} MB "
                   f"of data ({sharded['peak_extra_mb'] / r['data_mb']:.2f} x; the loaded driver "
                   f"{loaded['peak_extra_mb'] / r['data_mb']:.2f} x); {same} objective."]
+    lines += limited_text(limited, r["data_mb"], sharded.get("objective"))
     return lines + [""]
 
 
@@ -250,8 +362,43 @@ def render(results: dict) -> list[str]:
     return lines
 
 
+def rerun_limited(out: str) -> None:
+    """Run only the limited drivers and add their rows and text to the sharded part of `out`,
+    keeping its other rows (from a quieter run than this may be)."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from xcviz.data.shards import write_shards
+    from xcviz.data.synthetic import generate
+
+    ds = generate(**SHARDED[0], multiclass=True, zipf=0.0, avg_nnz=30, seed=0)
+    data_mb = (ds.X.data.nbytes + ds.X.indices.nbytes + ds.X.indptr.nbytes) / 2**20
+    with tempfile.TemporaryDirectory() as tmp:
+        write_shards(ds, f"{tmp}/shards", SHARDED[1])
+        del ds
+        limited = driver_process(["sharded", "loaded"], f"{tmp}/shards", round(LIMIT_FRACTION * data_mb, 1))
+    text = Path(out).read_text()
+    start = text.index("### Sharded data on Dask")
+    end = text.index("### Targets", start)
+    part = text[start:end].splitlines()
+    part = [line for line in part if "driver limited to" not in line and not line.startswith(("Limited drivers",
+                                                                                                "(The limited"))]
+    row = next(i for i, line in enumerate(part) if line.startswith("| sharded |"))
+    objective = float(part[row].rstrip(" |").rsplit("|", 1)[1])
+    part[row + 1:row + 1] = limited_rows(limited, data_mb)
+    while part and not part[-1].strip():
+        part.pop()
+    part += limited_text(limited, data_mb, objective) + [
+        "", f"(The limited drivers rerun alone on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+        f"{os.getloadavg()[0]:.1f} on 2 cores: their train seconds are not comparable with the rows above.)", ""]
+    Path(out).write_text(text[:start] + re.sub(r"\n{3,}", "\n\n", "\n".join(part) + "\n") + text[end:])
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--driver":
-        print(json.dumps(run_driver(*sys.argv[2:4])))
+    if sys.argv[1] == "--limited-into":  # python benchmarks/dsmlr_bench.py --limited-into BENCHMARKS.md
+        rerun_limited(sys.argv[2])
+    elif sys.argv[1] == "--driver":
+        print(json.dumps(run_driver(sys.argv[2].split(","), sys.argv[3], *map(json.loads, sys.argv[4:7]))))
     else:
         print(json.dumps(run_one(*sys.argv[1:3])))

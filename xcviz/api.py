@@ -35,6 +35,14 @@ def fit_inputs(ds: Dataset | Shards, solver: str) -> tuple:
     return ds.X, ds.Y
 
 
+def fit_validation(test: Dataset | Shards, solver: str):
+    """The `validation` argument of the solver's fit: sharded test parts as they are for a family
+    that reads its parts where it trains (DS-MLR's workers evaluate them), else (X, Y), read here."""
+    if isinstance(test, Shards) and get_solver(solver).shards:
+        return test
+    return test.X, test.Y
+
+
 def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
           C: float | None = None, threads: int | None = None, recorder=None,
           progress: Callable[[int, int], None] | None = None, validation=None, cluster: str | None = None,
@@ -53,8 +61,7 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     family = get_solver(solver)
     extra = {}
     if validation is not None and family.multiclass:
-        held_out = _as_dataset(validation)
-        extra["validation"] = (held_out.X, held_out.Y)
+        extra["validation"] = fit_validation(_as_dataset(validation), solver)
     if cluster is not None and not family.distributes:
         raise ValueError(f"solver {solver!r} trains all classes at once: it has no label blocks to distribute")
     with cluster_client(cluster, threads) as session:
@@ -65,27 +72,38 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     return model
 
 
-def evaluate(model: SparseModel, test: Dataset, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
+def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
              threads: int | None = None) -> dict[str, float]:
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
     for its propensities), in percent; for a multi-class test split also accuracy and macro-F1.
     A multiclass model meets multi-label test rows replicated once per label, as it was trained.
-    A sharded training set gives no PSP: its rows (and label counts) are not read for it."""
+    A sharded training set gives no PSP: its rows (and label counts) are not read for it. A sharded
+    test split is predicted part by part: one part's features in memory at a time, beside every
+    part's labels and top k (the same numbers as the whole split at once)."""
     if isinstance(train, Shards):
         train = None
     family = get_solver(model.solver)
-    if family.multiclass and not family.multilabel and not test.is_multiclass:
-        X, y = replicate_multiclass(test.X, test.Y)
-        test = Dataset(X=X, Y=sp.csr_matrix((np.ones(y.size), y, np.arange(y.size + 1)), shape=(y.size, test.n_labels)),
-                       name=test.name)
-    topk, _ = model.predict_topk(test.X, k=max(ks), threads=threads)
+    replicate = family.multiclass and not family.multilabel
+    pieces = ([test.part(k) for k in range(len(test.parts))] if isinstance(test, Shards) else [test])
+    predicted = [_top_of(model, piece, max(ks), replicate, threads) for piece in pieces]
+    Y = sp.vstack([y for y, _ in predicted], format="csr") if len(predicted) > 1 else predicted[0][0]
+    topk = np.concatenate([t for _, t in predicted])
     inv_prop = 1.0 / metrics.propensities(train.Y) if train is not None else None
-    result = metrics.evaluate(test.Y, topk, ks=ks, inv_prop=inv_prop)
-    if test.is_multiclass:
-        truth = test.Y.indices
+    result = metrics.evaluate(Y, topk, ks=ks, inv_prop=inv_prop)
+    if np.all(np.diff(Y.indptr) == 1):  # multiclass (as is, or replicated)
+        truth = Y.indices
         result["accuracy"] = 100.0 * metrics.accuracy(truth, topk[:, 0])
         result["macro_f1"] = 100.0 * metrics.macro_f1(truth, topk[:, 0])
     return result
+
+
+def _top_of(model: SparseModel, test: Dataset, k: int, replicate: bool, threads: int | None) -> tuple:
+    """(Y, top k) of a test set; multi-label rows replicated once per label for a multiclass model."""
+    X, Y = test.X, test.Y
+    if replicate and not test.is_multiclass:
+        X, y = replicate_multiclass(X, Y)
+        Y = sp.csr_matrix((np.ones(y.size), y, np.arange(y.size + 1)), shape=(y.size, test.n_labels))
+    return Y, model.predict_topk(X, k=k, threads=threads)[0]
 
 
 class OneVsAllClassifier:

@@ -105,7 +105,7 @@ def cmd_shard(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.dataset}: already sharded")
     shards = write_shards(train, args.outdir, args.parts, test)
     print(f"wrote {args.outdir}: {shards.n_rows} rows in {len(shards.parts)} parts, {shards.n_features} features, "
-          f"{shards.n_labels} labels" + (", test split test.txt" if shards.test else ""))
+          f"{shards.n_labels} labels" + (f", test split in {len(shards.test_parts)} parts" if shards.test_parts else ""))
     return 0
 
 

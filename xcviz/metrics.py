@@ -310,6 +310,14 @@ def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     true_codes, pred_codes = codes[: y_true.size], codes[y_true.size :]
     n_classes = classes.size
     tp = np.bincount(true_codes[true_codes == pred_codes], minlength=n_classes)
+    true_counts = np.bincount(true_codes, minlength=n_classes)
+    return macro_f1_counts(tp, true_counts, np.bincount(pred_codes, minlength=n_classes))
+
+
+def macro_f1_counts(tp: np.ndarray, true_counts: np.ndarray, pred_counts: np.ndarray) -> float:
+    """`macro_f1` from per-class counts (true positives, true and predicted occurrences), e.g.
+    summed over parts of a test set evaluated apart; classes with no occurrence are not counted."""
     # 2TP + FP + FN = (TP + FN) + (TP + FP) = true count + predicted count.
-    support = np.bincount(true_codes, minlength=n_classes) + np.bincount(pred_codes, minlength=n_classes)
-    return float(np.mean(2 * tp / support))
+    support = true_counts + pred_counts
+    seen = support > 0
+    return float(np.mean(2 * tp[seen] / support[seen]))

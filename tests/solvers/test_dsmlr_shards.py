@@ -1,6 +1,8 @@
-"""Sharded data for DS-MLR on Dask: the folder format (round trip, hostile manifests, parts changed
-after sharding), the same model as the unsharded Dask and threads runs with the driver unable to
-read a single part, the CLI `shard` + `train` path, and a dashboard launch confined to its data
+"""Sharded data for DS-MLR on Dask: the folder format (round trip, the test split in parts, an older
+single test file, hostile manifests, parts changed after sharding), the same model and the same
+test accuracy records as the unsharded Dask and threads runs with the driver unable to read a
+single part (the workers evaluate the test parts), a sharded test split evaluated part by part to
+the whole split's numbers, the CLI `shard` + `train` path, and a dashboard launch confined to its data
 folders (a part linked from outside is refused, a changed part refuses the resume)."""
 import json
 import os
@@ -10,6 +12,7 @@ import pytest
 
 import xcviz.data.shards as shards_module
 import xcviz.data.textio as textio
+from xcviz.api import evaluate, train
 from xcviz.cli import main
 from xcviz.data.dataset import Dataset
 from xcviz.data.errors import DatasetFormatError
@@ -42,7 +45,8 @@ def test_a_sharded_folder_reads_back_the_rows_in_order(data, tmp_path):
     again = open_shards(tmp_path / "s")
     assert [p["rows"] for p in again.parts] == [200, 200, 200] and again.n_rows == 600
     assert sum(p["labelled"] for p in again.parts) == 596
-    assert (again.X != data.X).nnz == 0 and (again.Y != data.Y).nnz == 0 and again.test is None
+    assert (again.X != data.X).nnz == 0 and (again.Y != data.Y).nnz == 0
+    assert again.test is None and again.test_parts == [] and again.test_split() is None
     assert sh.files()[0].name == MANIFEST and len(sh.files()) == 4
     with pytest.raises(ValueError, match="not an empty folder"):
         write_shards(data, tmp_path / "s", 2)
@@ -66,6 +70,30 @@ def test_a_hostile_manifest_is_refused_naming_it(data, tmp_path, change, phrase)
     assert str(path) in str(err.value) and "root:" not in str(err.value)
 
 
+def test_the_test_split_is_sharded_too_and_an_older_single_test_file_still_reads(data, tmp_path):
+    test = Dataset(X=data.X[:5], Y=data.Y[:5], name="t")
+    sh = write_shards(data, tmp_path / "s", 3, test)
+    assert [p["file"] for p in sh.test_parts] == [f"test-0000{k}.txt" for k in range(3)]
+    assert [p["rows"] for p in sh.test_parts] == [1, 2, 2] and sh.test_parts[0]["labelled"] == 0  # row 0: no label
+    split = open_shards(tmp_path / "s").test_split()
+    assert isinstance(split, Shards) and split.n == 5 and (split.X != test.X).nnz == 0 and (split.Y != test.Y).nnz == 0
+    assert len(sh.files()) == 1 + 3 + 3
+    assert len(write_shards(data, tmp_path / "few", 3, Dataset(X=data.X[:2], Y=data.Y[:2])).test_parts) == 2
+    # a folder of before: one test file named by "test"
+    meta = json.loads((tmp_path / "s" / MANIFEST).read_text())
+    old = Dataset(X=sh.test_split().X, Y=sh.test_split().Y)
+    textio.write_xc(tmp_path / "s" / "test.txt", old)
+    meta.pop("test_parts")
+    meta["test"] = "test.txt"
+    (tmp_path / "s" / MANIFEST).write_text(json.dumps(meta))
+    legacy = open_shards(tmp_path / "s")
+    assert legacy.files()[-1].name == "test.txt" and (legacy.test_split().X != test.X).nnz == 0
+    meta["test_parts"] = [{"file": "test-00000.txt", "rows": 1, "labelled": 0}]
+    (tmp_path / "s" / MANIFEST).write_text(json.dumps(meta))
+    with pytest.raises(DatasetFormatError, match="both a test file and test_parts"):
+        open_shards(tmp_path / "s")
+
+
 def test_a_part_changed_after_sharding_is_refused_naming_it(data, tmp_path):
     sh = write_shards(data, tmp_path / "s", 2)
     first = sh.part_paths()[0]
@@ -79,9 +107,10 @@ def test_a_part_changed_after_sharding_is_refused_naming_it(data, tmp_path):
 
 def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_part(data, client, tmp_path,
                                                                                     monkeypatch):
-    """The workers (processes of their own) read the parts; in the driver every reader raises."""
-    write_shards(data, tmp_path / "s", 3)
-    held_out = (data.X[:100], data.Y[:100])  # the test split: read by the driver, sharded or not
+    """The workers (processes of their own) read the parts and evaluate the test parts; in the
+    driver every reader raises."""
+    held_out = (data.X[:100], data.Y[:100])  # two rows without a label, multi-label rows (replicated)
+    write_shards(data, tmp_path / "s", 3, Dataset(X=held_out[0], Y=held_out[1]))
     unsharded_sink = MemorySink()
     unsharded = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=1, client=client, recorder=unsharded_sink,
                           validation=held_out)
@@ -95,8 +124,9 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
         monkeypatch.setattr(module, name, refuse)
     monkeypatch.setattr(Shards, "dataset", refuse)
     sink = MemorySink()
-    sharded = fit_dsmlr(open_shards(tmp_path / "s"), None, DsmlrParams(**PARAMS), threads=1, client=client,
-                        recorder=sink, validation=held_out)
+    folder = open_shards(tmp_path / "s")
+    sharded = fit_dsmlr(folder, None, DsmlrParams(**PARAMS), threads=1, client=client, recorder=sink,
+                        validation=folder.test_split())
     for other in (unsharded, threads):
         assert (sharded.weights != other.weights).nnz == 0
         assert np.array_equal(sharded.bias_weights, other.bias_weights)
@@ -105,12 +135,23 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
     it = sink.frame("iteration")
     after = it[it.iteration > 0].groupby("iteration").first()
     assert (after["variational_gap"] >= 0).all() and np.isfinite(after["objective"]).all()
-    # the exact objective (phase B on the workers) and the test accuracy, record for record
+    # the exact objective (phase B on the workers) and the test accuracy and macro-F1 (the workers'
+    # counts against the driver's Evaluator on the whole split), record for record
     same = unsharded_sink.frame("iteration").groupby("iteration").first()
     for field in ("objective", "surrogate", "variational_gap", "b_p50", "accuracy", "macro_f1"):
         assert np.array_equal(it.groupby("iteration").first()[field].to_numpy(), same[field].to_numpy(),
                               equal_nan=True), field
-    assert 0 < after["accuracy"].iloc[-1] <= 1
+    assert 0 < after["accuracy"].iloc[-1] <= 1 and after["accuracy"].nunique() > 1 and after["macro_f1"].nunique() > 1
+
+
+def test_a_sharded_test_split_is_evaluated_part_by_part_to_the_numbers_of_the_whole(data, tmp_path):
+    test = Dataset(X=data.X[:150], Y=data.Y[:150])
+    split = write_shards(data, tmp_path / "s", 2, test).test_split()
+    for solver, params in (("dsmlr", PARAMS), ("dismec", {})):  # multiclass (test rows replicated), one-vs-all
+        model = train((data.X, data.Y), solver=solver, threads=1, **params)
+        whole, parts = evaluate(model, test, threads=1), evaluate(model, split, threads=1)
+        assert whole == parts and 0 < parts["p@1"] < 100
+        assert ("accuracy" in parts) == (solver == "dsmlr")  # the replicated test split is multiclass
 
 
 def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):
@@ -119,13 +160,14 @@ def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):
     textio.write_xc(tmp_path / "c_train.txt", train)
     textio.write_xc(tmp_path / "c_test.txt", test)
     assert main(["shard", str(tmp_path / "c_train.txt"), str(tmp_path / "sh"), "--parts", "2"]) == 0
-    assert "2 parts" in capsys.readouterr().out and (tmp_path / "sh" / "test.txt").is_file()
+    assert "test split in 2 parts" in capsys.readouterr().out and (tmp_path / "sh" / "test-00001.txt").is_file()
     assert main(["train", str(tmp_path / "sh"), "--solver", "dsmlr", "--cluster", "local:2x1", "--threads", "1",
                  "--epochs", "2", "--set", "grid=4", "--lam", "1e-3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     local = fit_dsmlr(train.X, train.Y, DsmlrParams(mode="sync", epochs=2, grid=4, lam=1e-3), threads=1)
     assert out["workers"] == 2 and out["n_test"] == test.n and "accuracy" in out
     assert out["objective"] == pytest.approx(local.info["objective"], rel=1e-12)
+    assert out["accuracy"] == pytest.approx(round(100 * (local.predict_topk(test.X, 1)[0][:, 0] == test.Y.indices).mean(), 4))
     assert main(["shard", str(tmp_path / "sh"), str(tmp_path / "again"), "--parts", "2"]) == 2
 
 

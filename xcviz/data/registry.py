@@ -115,7 +115,7 @@ def resolve(spec: str, test: str | None = None) -> tuple[Dataset | Shards, Datas
     if is_sharded(spec):
         shards = open_shards(spec)
         if test is None:
-            return shards, shards.test_set()
+            return shards, shards.test_split()
         if detect_format(test) != "xc":
             raise DatasetFormatError(test, 1, "is not an XC file (header N D L) like the parts of a sharded folder")
         return shards, _test_for(shards, load_cached(test, format="xc"))

@@ -2,18 +2,22 @@
 
 For data that does not fit in one process (DS-MLR's "data does not fit" regime): `xcviz shard DATA
 OUTDIR --parts N` writes the training rows in order as N XC files `part-00000.txt`, ... (each with
-its own header "n_p D L"), the test split (if any) as `test.txt`, and `manifest.json`:
+its own header "n_p D L"), the test split (if any) likewise as up to N parts `test-00000.txt`, ...,
+and `manifest.json`:
 
     {"format": "xcviz-shards", "version": 1, "name": ..., "n_rows": N, "n_features": D,
      "n_labels": L, "parts": [{"file": "part-00000.txt", "rows": n_0, "labelled": m_0}, ...],
-     "test": "test.txt" or null}
+     "test_parts": [{"file": "test-00000.txt", ...}, ...], "test": null}
+
+Folders written before the test split was sharded name it as one file, `"test": "test.txt"`
+(no `test_parts`); they are still read, that file whole.
 
 `labelled` counts a part's rows with at least one label (the rows a multiclass solver trains on),
 so that a Dask worker can place the global row numbers of its row blocks without the driver ever
 reading a part. File names are bare names inside the folder (no path separators): the manifest
 cannot point a reader elsewhere. Any solver can train on a sharded folder (`Shards.X` / `.Y`
 read every part, concatenated); DS-MLR's sync on Dask never does: its workers read the parts
-(`xcviz.solvers.dsmlr_dask`).
+(`xcviz.solvers.dsmlr_dask`), and its workers evaluate the test parts the same way.
 """
 from __future__ import annotations
 
@@ -53,8 +57,9 @@ class Shards:
     n_features: int
     n_labels: int
     parts: list[dict]
-    test: str | None = None
+    test: str | None = None  # an unsharded test split (folders of before test_parts)
     name: str = ""
+    test_parts: list[dict] = field(default_factory=list)
     _whole: Dataset | None = field(default=None, repr=False)
 
     @property
@@ -63,7 +68,8 @@ class Shards:
 
     def files(self) -> list[Path]:
         """Every file a run on this data reads: the manifest, the parts, the test split."""
-        return [self.folder / MANIFEST] + self.part_paths() + ([self.folder / self.test] if self.test else [])
+        return ([self.folder / MANIFEST] + self.part_paths() + [self.folder / p["file"] for p in self.test_parts]
+                + ([self.folder / self.test] if self.test else []))
 
     def part_paths(self) -> list[Path]:
         return [self.folder / p["file"] for p in self.parts]
@@ -75,10 +81,15 @@ class Shards:
     def dataset(self) -> Dataset:
         """Every part, in order, as one Dataset (for solvers that train in one process)."""
         if self._whole is None:
-            parts = [self.part(k) for k in range(len(self.parts))]
-            self._whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
-                                  Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name,
-                                  path=str(self.folder))
+            try:
+                parts = [self.part(k) for k in range(len(self.parts))]
+                self._whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
+                                      Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name,
+                                      path=str(self.folder))
+            except MemoryError:
+                raise MemoryError(f"{self.folder}: not enough memory to read its {self.n_rows} rows into this "
+                                  "process (DS-MLR's sync on a Dask cluster reads a sharded folder on its workers "
+                                  "instead)") from None
         return self._whole
 
     @property
@@ -93,8 +104,13 @@ class Shards:
     def is_multiclass(self) -> bool:
         return self.dataset().is_multiclass
 
-    def test_set(self) -> Dataset | None:
-        """The test split, shaped like the training set, or None."""
+    def test_split(self) -> "Shards | Dataset | None":
+        """The test split, shaped like the training set: its parts as Shards of their own (rows
+        unread until asked for, so that DS-MLR's Dask workers can evaluate them), the one file of
+        an older folder read here, or None."""
+        if self.test_parts:
+            return Shards(self.folder, sum(p["rows"] for p in self.test_parts), self.n_features, self.n_labels,
+                          self.test_parts, name=f"{self.name}/test")
         if self.test is None:
             return None
         ds = read_xc(self.folder / self.test, name=f"{self.name}/test")
@@ -119,6 +135,20 @@ def _count(manifest: Path, where: str, value, limit: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
         raise DatasetFormatError(str(manifest), None, f"{where} must be an integer from 0 to {limit}")
     return value
+
+
+def _entries(manifest: Path, key: str, raw, n_rows: int) -> list[dict]:
+    """The checked part list `key` of a manifest (file names, row counts)."""
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_PARTS:
+        raise DatasetFormatError(str(manifest), None, f"{key} must be a list of 1 to {MAX_PARTS} entries")
+    parts = []
+    for k, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise DatasetFormatError(str(manifest), None, f"{key}[{k}] must be an object")
+        rows = _count(manifest, f"{key}[{k}].rows", entry.get("rows"), n_rows)
+        parts.append({"file": _file_name(manifest, f"{key}[{k}].file", entry.get("file")), "rows": rows,
+                      "labelled": _count(manifest, f"{key}[{k}].labelled", entry.get("labelled"), rows)})
+    return parts
 
 
 def _file_name(manifest: Path, where: str, value) -> str:
@@ -147,22 +177,16 @@ def open_shards(folder: str | os.PathLike) -> Shards:
     n_rows = _count(manifest, "n_rows", meta.get("n_rows"), 2**40)
     d = _count(manifest, "n_features", meta.get("n_features"), limit)
     l = _count(manifest, "n_labels", meta.get("n_labels"), limit)
-    raw = meta.get("parts")
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_PARTS:
-        raise DatasetFormatError(str(manifest), None, f"parts must be a list of 1 to {MAX_PARTS} entries")
-    parts = []
-    for k, entry in enumerate(raw):
-        if not isinstance(entry, dict):
-            raise DatasetFormatError(str(manifest), None, f"parts[{k}] must be an object")
-        rows = _count(manifest, f"parts[{k}].rows", entry.get("rows"), n_rows)
-        parts.append({"file": _file_name(manifest, f"parts[{k}].file", entry.get("file")), "rows": rows,
-                      "labelled": _count(manifest, f"parts[{k}].labelled", entry.get("labelled"), rows)})
+    parts = _entries(manifest, "parts", meta.get("parts"), n_rows)
     if sum(p["rows"] for p in parts) != n_rows:
         raise DatasetFormatError(str(manifest), None, f"the parts' rows do not add up to n_rows = {n_rows}")
+    test_parts = [] if meta.get("test_parts") is None else _entries(manifest, "test_parts", meta["test_parts"], 2**40)
     test = meta.get("test")
     test = None if test is None else _file_name(manifest, "test", test)
+    if test is not None and test_parts:
+        raise DatasetFormatError(str(manifest), None, "names both a test file and test_parts")
     name = meta.get("name") if isinstance(meta.get("name"), str) else folder.name
-    return Shards(folder, n_rows, d, l, parts, test, name[:200])
+    return Shards(folder, n_rows, d, l, parts, test, name[:200], test_parts=test_parts)
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -176,25 +200,31 @@ def _atomic_text(path: Path, text: str) -> None:
 
 
 def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Dataset | None = None) -> Shards:
-    """Write `train` as `parts` contiguous, near-equal XC parts (and `test` as test.txt) into the
-    new or empty `folder`; the manifest is written last, so a folder without one is no data set."""
+    """Write `train` as `parts` contiguous, near-equal XC parts (and `test` likewise, in as many
+    parts or one per row if fewer) into the new or empty `folder`; the manifest is written last,
+    so a folder without one is no data set."""
     folder = Path(folder)
     if not 1 <= parts <= min(MAX_PARTS, max(train.n, 1)):
         raise ValueError(f"--parts must be from 1 to {min(MAX_PARTS, max(train.n, 1))} (the rows), got {parts}")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ValueError(f"{folder}: exists and is not an empty folder (choose a new one)")
     folder.mkdir(parents=True, exist_ok=True)
-    bounds = (np.arange(parts + 1) * train.n) // parts
-    entries = []
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        piece = Dataset(X=train.X[a:b], Y=train.Y[a:b])
-        write_xc(folder / f"part-{k:05d}.txt", piece)
-        entries.append({"file": f"part-{k:05d}.txt", "rows": int(b - a),
-                        "labelled": int(np.count_nonzero(np.diff(piece.Y.indptr)))})
-    if test is not None:
-        write_xc(folder / "test.txt", Dataset(X=test.X, Y=test.Y))
+    entries = _write_parts(folder, "part", train, parts)
+    test_entries = _write_parts(folder, "test", test, min(parts, test.n)) if test is not None and test.n else []
     meta = {"format": FORMAT, "version": 1, "name": train.name or folder.name, "n_rows": train.n,
             "n_features": train.n_features, "n_labels": train.n_labels, "parts": entries,
-            "test": "test.txt" if test is not None else None}
+            "test_parts": test_entries or None, "test": None}
     _atomic_text(folder / MANIFEST, json.dumps(meta, indent=1) + "\n")
     return open_shards(folder)
+
+
+def _write_parts(folder: Path, prefix: str, ds: Dataset, parts: int) -> list[dict]:
+    """`ds` as `parts` contiguous, near-equal XC files prefix-00000.txt, ...; their manifest entries."""
+    bounds = (np.arange(parts + 1) * ds.n) // parts
+    entries = []
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        piece = Dataset(X=ds.X[a:b], Y=ds.Y[a:b])
+        write_xc(folder / f"{prefix}-{k:05d}.txt", piece)
+        entries.append({"file": f"{prefix}-{k:05d}.txt", "rows": int(b - a),
+                        "labelled": int(np.count_nonzero(np.diff(piece.Y.indptr)))})
+    return entries

@@ -18,7 +18,7 @@ import traceback
 import numpy as np
 
 from .. import __version__
-from ..api import evaluate, fit_inputs
+from ..api import evaluate, fit_inputs, fit_validation
 from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
@@ -109,7 +109,8 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
             *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=SqliteSink(store, run), run=run,
             progress=lambda done, total: store.update(run, done=done, total=total),
-            stop=lambda: store.cancel_requested(run), validation=None if test is None else (test.X, test.Y),
+            stop=lambda: store.cancel_requested(run),
+            validation=None if test is None else fit_validation(test, spec.solver),
             **({"cluster": cluster} if cluster else {}))
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"

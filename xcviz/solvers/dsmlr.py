@@ -172,14 +172,17 @@ class Evaluator:
 
     def __init__(self, prob: Problem | None) -> None:
         self.prob = prob
+        self.active = prob is not None and prob.n_rows > 0
         if prob is not None:
             self.X = sp.csr_matrix((prob.data, prob.indices, prob.indptr), shape=(prob.n_rows, prob.dim))
             self.truth = prob.lab_idx
             self.copies = np.diff(prob.lab_ptr)
 
-    def __call__(self, W: np.ndarray) -> dict:
-        if self.prob is None or self.prob.n_rows == 0:
+    def __call__(self, W: Callable[[], np.ndarray]) -> dict:
+        """The metrics of the W that W() returns (asked for only when there is a test set)."""
+        if not self.active:
             return {}
+        W = W()
         top = np.empty(self.prob.n_rows, np.int64)
         for lo in range(0, self.prob.n_rows, 2048):
             top[lo:lo + 2048] = np.asarray(self.X[lo:lo + 2048] @ W.T).argmax(axis=1)
@@ -289,8 +292,9 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
     or on a sharded data set (X a data.shards.Shards, Y None): with a Dask client its workers read
     the parts and the driver never holds the rows; without one it is read here.
 
-    validation: (X, Y) whose accuracy and macro-F1 are recorded. client: a dask.distributed
-    Client for `sync` on Dask (xcviz.solvers.dsmlr_dask); cluster: the (Client, ClusterInfo) of
+    validation: (X, Y) whose accuracy and macro-F1 are recorded, or sharded test parts (a Shards,
+    `Shards.test_split`): evaluated on the workers of a Dask `sync`, else read here. client: a
+    dask.distributed Client for `sync` on Dask (xcviz.solvers.dsmlr_dask); cluster: the (Client, ClusterInfo) of
     xcviz.runs.cluster (the run spec's `cluster`), the same. progress(outer iterations done, all);
     stop() is asked between outer iterations (a stopped run returns the model so far)."""
     p = params or DsmlrParams()
@@ -312,8 +316,11 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
     if shards is None:
         prob = prepare(X, Y, p.normalize, p.bias)
         _check(prob, p)
+    test_parts = validation if isinstance(validation, Shards) else None
+    if test_parts is not None and not (client is not None and p.mode == "sync"):
+        validation, test_parts = (test_parts.X, test_parts.Y), None
     val = None
-    if validation is not None:
+    if validation is not None and test_parts is None:
         val = prepare(validation[0], validation[1], p.normalize, p.bias, dim=prob.dim, n_classes=prob.n_classes)
     evaluate = Evaluator(val)
     G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
@@ -330,6 +337,10 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
             n_workers = engine.n_workers
             if shards is not None:  # the rows' label counts are known now
                 _check(prob, p)
+            if test_parts is not None:
+                from .dsmlr_dask import WorkerEvaluator
+
+                evaluate = WorkerEvaluator(engine, test_parts, p.normalize, p.bias)
         elif p.mode == "sync":
             engine = ThreadSync(prob, G, n_threads, p.seed)
         elif p.mode == "async":
@@ -357,8 +368,8 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
             if p.optimum is not None:
                 row["optimum_gap"] = (objective - p.optimum) / max(abs(p.optimum), 1e-300)
             row.update(extra)
-            if evaluate.prob is not None:
-                row.update(evaluate(W()))
+            if evaluate.active:
+                row.update(evaluate(W))
             clock["last"] = train_wall
             if recorder is not None:
                 cols = {k: np.full(n_workers, v, dtype=float) for k, v in row.items() if k not in WORKER_FIELDS}
@@ -370,7 +381,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
             clock["measure"] += time.monotonic() - t0
 
         objective0 = float(np.log(n_classes))  # L1(0)
-        if recorder is not None or val is not None:
+        if recorder is not None or evaluate.active:
             record(0, 0.0, objective0, None, st.b, st.W, {}, {"clipped": 0})
         cancelled, done = False, 0
         objective = objective0

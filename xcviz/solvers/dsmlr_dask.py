@@ -16,6 +16,11 @@ each row's label count: the driver holds W, b and per-row counts, never X. The r
 same random partition as without shards, so the model is too; the price is that every worker
 reads every part (P reads of the data, from a folder all workers see).
 
+Sharded test parts (`Shards.test_split`): `WorkerEvaluator` has worker k mod P read test part k
+once; each evaluation passes the W blocks around the parts as phase B does, keeping every row's
+best class (ties to the smaller class, as argmax does), and returns per-class counts only: the
+driver's accuracy and macro-F1 are those of `dsmlr.Evaluator` on the whole split, to the bit.
+
 The driver (the store's single writer) gathers W and b once per outer iteration for the records.
 A lost worker loses the row blocks scattered to it, which Dask cannot recompute: the epoch then
 fails with a RuntimeError naming the cause, the run ends as failed, and a resume starts it again.
@@ -29,10 +34,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data.shards import Shards, read_part
+from ..engine import dsmlr as K_
+from ..metrics import macro_f1_counts
+from .dsmlr import LabelCounts, Problem, State, ThreadSync, prepare
 
 LOST_CHECK = 1.0  # seconds between two checks that the run's workers are still there
-from ..engine import dsmlr as K_
-from .dsmlr import LabelCounts, Problem, State, ThreadSync, prepare
 
 
 @dataclass
@@ -88,6 +94,38 @@ def _load_blocks(shards: Shards, wanted: dict[int, np.ndarray], normalize: bool,
         prob = prepare(X, Y, normalize, bias, dim=shards.n_features + (1 if bias > 0 else 0), n_classes=shards.n_labels)
         out[r] = (prob.indptr.astype(np.int64), prob.indices, prob.data, prob.lab_ptr, prob.lab_idx)
     return out
+
+
+def _load_test(test: Shards, k: int, normalize: bool, bias: float, dim: int, n_classes: int) -> tuple:
+    """On a worker: test part k, preprocessed as the driver's Evaluator would, as arrays."""
+    part = test.part(k)
+    prob = prepare(part.X, part.Y, normalize, bias, dim=dim, n_classes=n_classes)
+    return prob.indptr.astype(np.int64), prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, dim
+
+
+def _top_task(part: tuple, state: tuple | None, wblock: tuple, c0: int) -> tuple:
+    """A test part's best score and class so far, after meeting one class block of W. The scores
+    are the Evaluator's (W = V * scale, the same sparse product row by row); a tie keeps the
+    smaller class, so that blocks met in any order give argmax over all classes."""
+    indptr, indices, data, _, _, dim = part
+    X = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, dim))
+    scores = np.asarray(X @ (wblock[0] * wblock[1][:, None]).T)
+    arg = scores.argmax(axis=1)
+    best, arg = scores[np.arange(scores.shape[0]), arg], arg + c0
+    if state is None:
+        return best, arg
+    better = (best > state[0]) | ((best == state[0]) & (arg < state[1]))
+    return np.where(better, best, state[0]), np.where(better, arg, state[1])
+
+
+def _count_task(part: tuple, state: tuple, n_classes: int) -> tuple:
+    """(right, copies, per-class true positives, true and predicted counts) of a test part, each
+    row counted once per class it has (the replicated test set)."""
+    lab_ptr, truth = part[3], part[4]
+    predicted = np.repeat(state[1], np.diff(lab_ptr))
+    hit = predicted == truth
+    return (int(hit.sum()), int(truth.size), np.bincount(truth[hit], minlength=n_classes),
+            np.bincount(truth, minlength=n_classes), np.bincount(predicted, minlength=n_classes))
 
 
 def _pick(blocks: dict, r: int) -> tuple:
@@ -258,3 +296,33 @@ class DaskSync(ThreadSync):
         """Release the run's futures (scattered row blocks, b and W blocks): the cluster forgets
         data no client holds."""
         self.data, self.b, self.W = [], [], []
+
+
+class WorkerEvaluator:
+    """Test accuracy and macro-F1 of a DaskSync run on its workers, over sharded test parts: part
+    k read once by worker k mod P; the driver gets per-class counts, never the rows."""
+
+    def __init__(self, engine: DaskSync, test: Shards, normalize: bool, bias: float) -> None:
+        self.engine = engine
+        self.active = sum(p["labelled"] for p in test.parts) > 0
+        self.owner = [engine.addresses[k % len(engine.addresses)] for k in range(len(test.parts))]
+        self.parts = [engine.client.submit(_load_test, test, k, normalize, bias, engine.prob.dim, engine.prob.n_classes,
+                                           workers=[w], allow_other_workers=False, pure=False)
+                      for k, w in enumerate(self.owner)]
+
+    def __call__(self, W=None) -> dict:
+        """The metrics of the W the workers hold (the driver's copy, W, is the same and unused)."""
+        if not self.active:
+            return {}
+        e = self.engine
+        counts = []
+        for k, (part, w) in enumerate(zip(self.parts, self.owner)):
+            state = None
+            for s in range(e.G):
+                c = (k + s) % e.G
+                state = e.client.submit(_top_task, part, state, e.W[c], int(e.class_ptr[c]), workers=[w], pure=False)
+            counts.append(e.client.submit(_count_task, part, state, e.prob.n_classes, workers=[w], pure=False))
+        got = e._gather(counts)
+        right, copies = sum(g[0] for g in got), sum(g[1] for g in got)
+        tp, true_counts, pred_counts = (sum(g[i] for g in got) for i in (2, 3, 4))
+        return {"accuracy": right / copies, "macro_f1": macro_f1_counts(tp, true_counts, pred_counts)}
