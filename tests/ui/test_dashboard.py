@@ -26,49 +26,53 @@ def test_compare_two_initializers_live_and_the_runs_outlive_browser_and_server(t
     import signal
 
     first, url = start_server(home, tmp_path / "first.log")
+    # the second server is up (its app's modules imported) before the runs start, and its page's
+    # browser stays open meanwhile: between the first server's death and the new page there is
+    # only a page load, so the page sees the runs part-way however fast this machine trains them
+    second, second_url = start_server(home, tmp_path / "second.log")
+    urllib.request.urlopen(second_url, timeout=60).read()
     try:
-        with browser_page(1440, 900) as (page, errors):
-            page.goto(url)
-            page.wait_for_selector("text=Compare", timeout=60000)
-            page.locator("select").first.select_option("bibtex")
-            page.locator("select").filter(has_text="logistic").select_option("logistic")
-            for name, value in (("C", "100"), ("eps", "0.00001")):
-                field = page.get_by_label(name, exact=True)
-                field.fill(value)
-                field.press("Enter")
-            page.get_by_role("button", name="Compare", exact=True).click()
-            page.locator(".tabulator-cell", has_text="running").first.wait_for(timeout=30000)
-        assert errors == []
-        # the second server starts before the first dies: its start-up (seconds on a loaded machine)
-        # must not use up the runs' training time, which the new page has to see part-way
-        second, url = start_server(home, tmp_path / "second.log")
-        urllib.request.urlopen(url, timeout=60).read()  # the app's modules imported before the page opens
-    finally:
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(timeout=20)
-    rows = RunStore(home).list()
-    assert sorted(r["name"] for r in rows) == ["bibtex-msi", "bibtex-zero"]
-    try:
-        with browser_page(1440, 900) as (page, errors):
-            page.goto(url)
+        with browser_page(1440, 900) as (later, later_errors):
+            try:
+                with browser_page(1440, 900) as (page, errors):
+                    page.goto(url)
+                    page.wait_for_selector("text=Compare", timeout=60000)
+                    page.locator("select").first.select_option("bibtex")
+                    page.locator("select").filter(has_text="logistic").select_option("logistic")
+                    for name, value in (("C", "100"), ("eps", "0.00001")):
+                        field = page.get_by_label(name, exact=True)
+                        field.fill(value)
+                        field.press("Enter")
+                    page.get_by_role("button", name="Compare", exact=True).click()
+                    page.locator(".tabulator-cell", has_text="running").first.wait_for(timeout=30000)
+                assert errors == []
+            finally:
+                os.kill(first.pid, signal.SIGKILL)
+                first.wait(timeout=20)
+            rows = RunStore(home).list()
+            assert sorted(r["name"] for r in rows) == ["bibtex-msi", "bibtex-zero"]
+            later.goto(second_url)
             counts, progress, cut = [], [], []
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline:
-                page.wait_for_timeout(500)
-                body = _text(page)
+                later.wait_for_timeout(500)
+                body = _text(later)
                 counts.append(_records_shown(body))
                 progress += [int(k) for k in re.findall(r"running\s+(?:\d+\s+)?(\d+)/159 labels", body)]
-                cut += cut_cells(page)
+                cut += cut_cells(later)
                 if counts[-1] > 0 and any(0 < k < 120 for k in progress) and "running" in body and \
                         not (ARTIFACTS / "dashboard-mid-run.png").exists():
-                    page.screenshot(path=str(ARTIFACTS / "dashboard-mid-run.png"))
+                    later.screenshot(path=str(ARTIFACTS / "dashboard-mid-run.png"))
                 if len(re.findall(r"done\s+(?:100\s+)?159/159 labels", body)) == 2:  # both runs, in the table
                     break
-            page.wait_for_timeout(1500)  # the last records drawn
-            body = _text(page)
-            page.screenshot(path=str(ARTIFACTS / "dashboard-done.png"), full_page=True)
-        assert errors == []
+            later.wait_for_timeout(1500)  # the last records drawn
+            body = _text(later)
+            later.screenshot(path=str(ARTIFACTS / "dashboard-done.png"), full_page=True)
+        assert later_errors == []
     finally:
+        if first.poll() is None:  # the test failed before the kill
+            first.kill()
+            first.wait(timeout=20)
         second.terminate()
         second.wait(timeout=20)
     assert len(re.findall(r"done\s+(?:100\s+)?159/159 labels", body)) == 2, body[-500:]
