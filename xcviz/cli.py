@@ -364,8 +364,8 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--cluster", help="train label blocks on Dask: local:N (N worker processes) or local:NxT "
-                                     "(T numba threads each), or a scheduler address tcp://HOST:PORT")
-    p.add_argument("--scheduler", help="an existing Dask scheduler, tcp://HOST:PORT (same as --cluster tcp://...)")
+                                     "(T numba threads each), or a scheduler address tcp://HOST:PORT or tls://HOST:PORT")
+    p.add_argument("--scheduler", help="an existing Dask scheduler, tcp://HOST:PORT or tls://HOST:PORT (same as --cluster ...)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
 

@@ -88,7 +88,7 @@ def test_local_cluster_run_matches_a_threads_run(tmp_path, reference):
     assert summary["cluster_start_seconds"] > 0 and summary["scatter_seconds"] >= 0
     tasks, _ = store.records(dask, "task")
     assert tasks["labels"].sum() == 159 and tasks["worker"].nunique() == 2
-    assert tasks["worker"].str.startswith("tcp://127.0.0.1:").all()
+    assert tasks["worker"].str.startswith("tls://127.0.0.1:").all()
     assert (tasks["end"] >= tasks["start"]).all() and (tasks["bytes"] > 0).all()
     assert tasks["task"].nunique() == len(tasks) == 20  # 2 workers x 16, but at least 8 labels a block
     threads_tasks, _ = store.records(threads, "task")

@@ -22,6 +22,7 @@ def test_accepted_cluster_values():
     assert (remote.kind, remote.address) == ("scheduler", "tcp://scheduler.example.org:8786")
     assert task_threads(remote, threads=None) is None  # each worker uses its own cores
     assert parse_cluster("tcp://[::1]:8786").kind == "scheduler"
+    assert parse_cluster("tls://scheduler.example.org:8786").address == "tls://scheduler.example.org:8786"
     spec = RunSpec(dataset="bibtex", cluster="local:2x1").validate()
     assert RunSpec.from_json(spec.to_json()).cluster == "local:2x1"
 

@@ -75,3 +75,61 @@ def test_solvers_on_a_local_cluster_match_threads(bibtex, cluster, fit, params):
                                       y.drop(columns=drop).sort_values(keys).reset_index(drop=True))
     tasks = dask_sink.frame("task")
     assert tasks["labels"].sum() == 60 and set(tasks["worker"]) == set(cluster[0].scheduler_info()["workers"])
+
+
+STRANGER = """
+import sys
+from distributed import Client
+try:
+    with Client(sys.argv[1], timeout="5s") as c:
+        print("ran", c.submit(sum, [1, 2]).result())
+except Exception as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+def test_a_local_cluster_refuses_a_client_without_its_certificate(cluster):
+    """Another process on the machine (another user, say) that finds the scheduler's loopback port
+    can neither speak plain TCP to it nor complete TLS without the run's in-memory certificate, so
+    it cannot run code as the run's owner; the run's own client can."""
+    import subprocess
+    import sys
+
+    client, _ = cluster
+    address = client.scheduler.address
+    assert address.startswith("tls://127.0.0.1:")
+    assert client.submit(sum, [1, 2]).result() == 3
+    for attempt in (address, address.replace("tls://", "tcp://")):
+        out = subprocess.run([sys.executable, "-c", STRANGER, attempt], capture_output=True, text=True, timeout=120)
+        assert out.stdout.startswith("refused"), (attempt, out.stdout, out.stderr[-2000:])
+
+
+def test_a_tls_scheduler_is_reached_with_the_certificates_of_dask_configuration(tmp_path):
+    """The README's recipe for a scheduler elsewhere with TLS: the certificate files named in Dask's
+    configuration are what xcviz's `connect` uses for a tls:// address; without them it cannot
+    connect and the error says what to configure."""
+    import dask
+    from distributed import LocalCluster, Security
+
+    from xcviz.runs.cluster import ClusterError
+
+    security = Security.temporary()
+    files = {}
+    for name, pem in (("ca", security.tls_ca_file), ("cert", security.tls_client_cert),
+                      ("key", security.tls_client_key)):
+        files[name] = tmp_path / f"{name}.pem"
+        files[name].write_text(pem)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
+                      security=security, dashboard_address=None) as scheduler:
+        address = scheduler.scheduler_address
+        assert address.startswith("tls://")
+        with pytest.raises(ClusterError, match="distributed.comm.tls.ca-file"):
+            connect(parse_cluster(address), connect_timeout=3)
+        with dask.config.set({"distributed.comm.tls.ca-file": str(files["ca"]),
+                              "distributed.comm.tls.client.cert": str(files["cert"]),
+                              "distributed.comm.tls.client.key": str(files["key"])}):
+            client, info = connect(parse_cluster(address))
+            try:
+                assert info.workers == 1 and client.submit(sum, [1, 2]).result() == 3
+            finally:
+                client.close()

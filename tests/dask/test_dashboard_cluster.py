@@ -9,7 +9,7 @@ from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 
 LABELS = 983  # Delicious: Bibtex's 159 labels train on two workers faster than the page polls
-WORKER_ROW = re.compile(r"tcp://127\.0\.0\.1:(\d+)\s+(\d+)\s+(\d+)\s")
+WORKER_ROW = re.compile(r"tls://127\.0\.0\.1:(\d+)\s+(\d+)\s+(\d+)\s")
 
 
 def _records_shown(body: str) -> int:

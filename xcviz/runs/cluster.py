@@ -3,9 +3,14 @@
 The run spec's `cluster` field: None = numba threads in the run's own process (the default);
 "local:N" or "local:NxT" = a Dask LocalCluster of N worker processes started for the run, each with
 one Dask thread and T numba threads inside (T defaults to the spec's `threads`, else the cores
-shared out evenly); "tcp://HOST:PORT" = an existing scheduler started with `dask scheduler`, whose
-workers (`dask worker tcp://HOST:PORT --nthreads 1`) run the blocks on the spec's `threads` numba
-threads (all their cores when unset).
+shared out evenly); "tcp://HOST:PORT" or "tls://HOST:PORT" = an existing scheduler started with
+`dask scheduler`, whose workers (`dask worker tcp://HOST:PORT --nthreads 1`) run the blocks on the
+spec's `threads` numba threads (all their cores when unset).
+
+A local cluster speaks TLS with a key and certificate made for the run and held in memory only
+(Dask's `Security.temporary`): a Dask scheduler runs whatever code its clients send, so on a shared
+machine a plain loopback port would let any local user run code as the run's owner. A `tls://`
+scheduler uses the certificates of Dask's own configuration (`distributed.comm.tls.*`).
 
 `parse_cluster` checks the text (the spec and the CLI call it); `connect` starts or reaches the
 cluster and returns a Client with what was found (workers, seconds it took). Dask is imported only
@@ -30,7 +35,7 @@ CONNECT_TIMEOUT = 10.0      # seconds to reach a scheduler before the run fails
 WORKERS_TIMEOUT = 60.0      # seconds a scheduler may take to have at least one worker
 
 _LOCAL = re.compile(r"local:(\d{1,6})(?:x(\d{1,6}))?")
-_TCP = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?):(\d{1,5})")
+_TCP = re.compile(r"(?:tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?):(\d{1,5})")
 
 
 class ClusterError(ConnectionError):
@@ -72,7 +77,8 @@ def parse_cluster(text: str | None) -> ClusterChoice | None:
         return ClusterChoice(text, "scheduler", address=text)
     if text.startswith("local"):
         raise ValueError(f"cluster {text!r}: expected 'local:N' or 'local:NxT' (N workers, T threads each)")
-    raise ValueError(f"cluster {text!r}: expected 'local:N', 'local:NxT' or a scheduler address 'tcp://HOST:PORT'")
+    raise ValueError(f"cluster {text!r}: expected 'local:N', 'local:NxT' or a scheduler address 'tcp://HOST:PORT' "
+                     "(or tls://HOST:PORT)")
 
 
 @dataclass
@@ -110,17 +116,20 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
 
     t0 = time.monotonic()
     if choice.kind == "local":
-        try:  # loopback only, the Dask dashboard on a free port; one Dask thread per worker process
+        try:  # loopback and TLS only (security=True: Security.temporary(), shared by the client and the
+            # cluster it starts), the Dask dashboard on a free port; one Dask thread per worker process
             client = Client(n_workers=choice.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                            dashboard_address="127.0.0.1:0", silence_logs=40)
+                            security=True, dashboard_address="127.0.0.1:0", silence_logs=40)
         except Exception as exc:
             raise ClusterError(f"could not start a local cluster of {choice.workers} workers: {exc}") from None
     else:
         try:
             client = Client(choice.address, timeout=f"{connect_timeout}s")
         except Exception as exc:
+            hint = (" (a tls:// scheduler needs Dask's TLS configuration: distributed.comm.tls.ca-file and "
+                    "distributed.comm.tls.client.cert/key)") if choice.address.startswith("tls://") else ""
             raise ClusterError(f"cannot reach the Dask scheduler at {choice.address} "
-                               f"(within {connect_timeout:g} s): {type(exc).__name__}: {exc}") from None
+                               f"(within {connect_timeout:g} s): {type(exc).__name__}: {exc}{hint}") from None
     try:
         client.wait_for_workers(choice.workers or 1, timeout=workers_timeout)
     except Exception:
