@@ -67,7 +67,12 @@ def prune_block(W, order, n_cols, threshold, chunk: int = 256):
     idx, val = [], []
     for start in range(0, order.shape[0], chunk):
         rows = W[order[start:start + chunk], :n_cols]
-        r, c = np.nonzero((rows != 0.0) & (np.abs(rows) >= threshold))
+        if threshold > 0.0:
+            keep = rows >= threshold
+            keep |= rows <= -threshold
+        else:
+            keep = np.abs(rows) > 0.0  # w != 0 and not NaN, as |w| >= 0 asks
+        r, c = np.nonzero(keep)
         counts[start:start + rows.shape[0]] = np.bincount(r, minlength=rows.shape[0])
         idx.append(c.astype(np.int32))
         val.append(rows[r, c])
