@@ -690,9 +690,6 @@ def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mod
                 state[q] = _EMPTY
 
 
-_WORKSPACE = ("wsd", "wsn", "act", "cptr", "cidx", "cval", "V", "XV", "istate", "fstate")
-
-
 def workspace(n: int, dim: int, nnz: int, n_workers: int, index_dtype) -> tuple:
     """The arrays `train_block`'s workers train in, allocated here rather than in the kernel (a
     kernel that allocates makes every fresh process import numba's array library when it loads

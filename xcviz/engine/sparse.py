@@ -2,7 +2,7 @@
 
 Both exist to keep training's extra memory small: the training rows are normalised, given their
 bias column and converted to unsigned indices in one pass (one copy instead of four), and each
-block of dense weight vectors is pruned straight into CSR pieces.
+block of dense weight vectors is pruned into CSR pieces a chunk of rows at a time.
 """
 import numpy as np
 from numba import njit
