@@ -87,7 +87,7 @@ print(json.dumps({"cpu": calls[0][0] - calls[1][0], "wall": calls[0][1] - calls[
 def run_child(code: str, *argv: str, timeout: float | None = None) -> dict:
     """Run `code` in a fresh interpreter on this checkout; its last line of output, as JSON."""
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)  # `-c` puts the cwd first
     if out.returncode != 0:
         raise RuntimeError(f"child process failed ({out.returncode}): {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
