@@ -148,7 +148,7 @@ def test_labels_trained_together_are_bitwise_those_trained_alone(small, loss, in
     rec = np.zeros((labels.size, max_iter + 1, fields))
     summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
     K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init, init_vec,
-                  rows.colsum, *consts, 0, True, 2, W, rec, summ)
+                  rows.colsum, *consts, 0, True, 2, W, rec, summ, *K.workspace(n, dim, rows.indptr[-1], 2, np.uint32))
     cap = K.compact_capacity(rows.indptr[-1])
     same = [2, 3, 4, 5, 6, 7]  # the fields that are not clocks
     for b in range(labels.size):

@@ -46,6 +46,7 @@ STATUS_NAMES = ("converged", "max_iter", "line_search_failed", "no_progress")
 _ALPHA_PCG = 0.01
 _ETA = 0.01
 _MAX_LINESEARCH = 20
+_COPY_SHARE = 3  # a worker's copy of the active rows holds 1/_COPY_SHARE of X's entries (compact_capacity)
 SLOTS = 4  # labels a worker trains together, sharing each pass over X (the width of _xv_slots)
 
 
@@ -318,7 +319,7 @@ def _backtrack(loss, C, y, w, s, g, wx, xs, f_old, wtw, reg_bias, bias_index):
 def compact_capacity(nnz):
     """Entries of a worker's contiguous copy of the active rows: a third of X's, enough for the
     active sets good initialisers give (15-20% of the rows); rows beyond it are read in place."""
-    return nnz // np.uint64(3)
+    return nnz // np.uint64(_COPY_SHARE)
 
 
 @njit(cache=True, nogil=True)
@@ -565,43 +566,29 @@ _ITERATING = 2
 @njit(cache=True, nogil=True)
 def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C, eps,
                  cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out, rec, summ,
-                 counter, cap):
-    """One worker's share of a block: SLOTS labels at a time, in rounds.
+                 counter, wsd, wsn, act, cptr, cidx, cval, V, XV, istate, fstate):
+    """One worker's share of a block: SLOTS labels at a time, in rounds, in the worker's part of
+    the block's workspace (`workspace`).
 
     In a round every slot either takes the next label from `counter` and sets it up, or runs the CG
     solve of its label's Newton iteration; then one pass over X computes X w of the new labels and
     X s (the line search's product) of the others together (`_xv_slots`); then each slot finishes
     its step alone: line search on the known X s, gradient pass with its active rows copied into
-    its part of the worker's buffer (`cap` entries shared by the slots, in slot order), stopping
+    its part of the worker's copy buffer (cidx/cval, shared by the slots in slot order), stopping
     rule. A slot whose label stops takes a new one in the next round. Each label's arithmetic is
     that of `newton`, operation for operation, so its weights do not depend on the slot, the other
     labels or the thread count. Recorded seconds of a label: its own work plus an equal share of
     each pass it took part in."""
     n = indptr.shape[0] - 1
     n_labels = labels.shape[0]
-    wsd = np.empty((SLOTS, 9, dim))  # g s r d hd z M - psum
-    wsn = np.empty((SLOTS, 3, n))  # y wx hcoef
-    act = np.empty((SLOTS, n), np.int64)
-    cptr = np.empty((SLOTS, n + 1), np.uint64)
-    cidx = np.empty(cap, indices.dtype)
-    cval = np.empty(cap, data.dtype)
-    V = np.zeros((dim, SLOTS))
-    XV = np.zeros((SLOTS, n))
-    slot_b = np.full(SLOTS, -1, np.int64)
-    state = np.zeros(SLOTS, np.int64)
-    it = np.zeros(SLOTS, np.int64)
-    nact = np.zeros(SLOTS, np.int64)
-    ncomp = np.zeros(SLOTS, np.int64)
-    offset = np.zeros(SLOTS, np.int64)
-    cg = np.zeros(SLOTS, np.int64)
-    it_ns = np.zeros(SLOTS, np.int64)
-    total_ns = np.zeros(SLOTS, np.int64)
-    f = np.zeros(SLOTS)
-    wtw = np.zeros(SLOTS)
-    gnorm = np.zeros(SLOTS)
-    gnorm0 = np.zeros(SLOTS)
-    tol = np.zeros(SLOTS)
-    f_init = np.zeros(SLOTS)
+    for q in range(SLOTS):
+        for j in range(istate.shape[0]):
+            istate[j, q] = 0
+        for j in range(fstate.shape[0]):
+            fstate[j, q] = 0.0
+    slot_b, state, it, nact, ncomp, offset, cg, it_ns, total_ns = (
+        istate[0], istate[1], istate[2], istate[3], istate[4], istate[5], istate[6], istate[7], istate[8])
+    f, wtw, gnorm, gnorm0, tol, f_init = fstate[0], fstate[1], fstate[2], fstate[3], fstate[4], fstate[5]
     exhausted = False
     while True:
         live = 0
@@ -703,23 +690,40 @@ def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mod
                 state[q] = _EMPTY
 
 
+def workspace(n: int, dim: int, nnz: int, n_workers: int, index_dtype) -> tuple:
+    """The arrays `train_block`'s workers train in, allocated here rather than in the kernel (a
+    kernel that allocates makes every fresh process import numba's array library when it loads
+    it: BENCHMARKS.md, "Kernel loading"); per worker: SLOTS labels' dense vectors (g s r d hd z M
+    - psum), their per-row vectors (y, X w, Hessian weights), active sets and row pointers of the
+    copied active rows, the copy buffer (`compact_capacity` entries), the columns and results of
+    the shared pass (`_xv_slots`), and the slots' integer and float state; then the shared label
+    counter. Reusable across blocks of the same problem."""
+    cap = nnz // _COPY_SHARE
+    return (np.empty((n_workers, SLOTS, 9, dim)), np.empty((n_workers, SLOTS, 3, n)),
+            np.empty((n_workers, SLOTS, n), np.int64), np.empty((n_workers, SLOTS, n + 1), np.uint64),
+            np.empty((n_workers, cap), index_dtype), np.empty((n_workers, cap)),
+            np.zeros((n_workers, dim, SLOTS)), np.zeros((n_workers, SLOTS, n)),
+            np.zeros((n_workers, 9, SLOTS), np.int64), np.zeros((n_workers, 6, SLOTS)), np.zeros(1, np.int64))
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def train_block(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
                 loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
-                t0_ns, record, n_workers, W_out, rec, summ):
+                t0_ns, record, n_workers, W_out, rec, summ, wsd, wsn, act, cptr, cidx, cval, V, XV, istate, fstate,
+                counter):
     """Train the labels in `labels`; W_out[b] gets label b's weights.
 
     n_workers prange iterations each take the next untrained label from a shared atomic counter
-    (dynamic scheduling) and train SLOTS labels at a time (`_train_slots`). pos_ptr/pos_rows: the
-    rows where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR
-    and the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
-    n = indptr.shape[0] - 1
-    cap = compact_capacity(indptr[n])
-    counter = np.zeros(1, np.int64)
-    for _worker in prange(n_workers):
+    (dynamic scheduling) and train SLOTS labels at a time (`_train_slots`) in their part of the
+    arrays from `workspace(n, dim, nnz, n_workers, indices.dtype)`. pos_ptr/pos_rows: the rows
+    where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR and
+    the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
+    counter[0] = 0
+    for w in prange(n_workers):
         _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C,
                      eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out,
-                     rec, summ, counter, cap)
+                     rec, summ, counter, wsd[w], wsn[w], act[w], cptr[w], cidx[w], cval[w], V[w], XV[w], istate[w],
+                     fstate[w])
 
 
 @njit(cache=True, nogil=True)

@@ -87,8 +87,9 @@ def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.nd
                  n_threads: int, t0_ns: int) -> None:
     """Train one block of labels on n_threads numba threads (records' wall clock from t0_ns)."""
     rows = data.rows
+    work = K.workspace(rows.indptr.shape[0] - 1, data.dim, int(rows.indptr[-1]), n_threads, rows.indices.dtype)
     K.train_block(rows.indptr, rows.indices, rows.data, data.dim, data.pos_ptr, data.pos_rows, labels, data.init_mode,
-                  data.init_vec, rows.colsum, *data.constants, t0_ns, data.record, n_threads, W, rec, summ)
+                  data.init_vec, rows.colsum, *data.constants, t0_ns, data.record, n_threads, W, rec, summ, *work)
 
 
 def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0) -> np.ndarray:
