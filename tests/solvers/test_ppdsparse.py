@@ -72,7 +72,9 @@ def test_theorems_hold_on_random_problems(n, d, n_pos, lam, loss, seed):
     X = sp.csr_matrix(rng.random((n, d)) * (rng.random((n, d)) < 0.5))
     Y = sp.csr_matrix((np.ones(n_pos), (rng.choice(n, n_pos, replace=False), np.zeros(n_pos, int))), shape=(n, 1))
     sink = MemorySink()
-    fit_ppdsparse(X, Y, PPDSparseParams(loss=loss, lam=lam, eps=1e-6, max_iter=2000), threads=1, recorder=sink)
+    # max_iter: the median problem converges in 20 iterations, but about one in 200 of these tiny,
+    # nearly separable hinge problems needs thousands at eps 1e-6
+    fit_ppdsparse(X, Y, PPDSparseParams(loss=loss, lam=lam, eps=1e-6, max_iter=100_000), threads=1, recorder=sink)
     lab = sink.labels.iloc[0]
     assert lab["converged"]
     slack = 1e-6 * max(1.0, lab["alpha_bound_strict"])
