@@ -141,31 +141,46 @@ def loss_grad(z, pos, loss, mu, grad, extra):
                 value += lse - z[k]
         extra[0] = lse
         return value
+    # every class's level once (one division each): (z + 1) / mu for negatives, z / mu for positives
+    lv = np.empty(m)
     maxn = -np.inf
     minp = np.inf
     for k in range(m):
         if pos[k]:
-            minp = min(minp, z[k] / mu)
+            lv[k] = z[k] / mu
+            minp = min(minp, lv[k])
         else:
-            maxn = max(maxn, (z[k] + 1.0) / mu)
+            lv[k] = (z[k] + 1.0) / mu
+            maxn = max(maxn, lv[k])
     if maxn == -np.inf:
         extra[0] = np.inf
         return 0.0
-    # the N threshold is at least the threshold of the unit-simplex projection of the negatives
-    # (their total is at most 1), found by Michelot's passes from max - 1 over the negatives above
-    # max - 1 (gathered once): only negatives above it and positives within 1 of the smallest can
-    # be non-zero, so the sort runs on those alone and the result is exact
+    # the N threshold is at least the threshold tau of the unit-simplex projection of the
+    # negatives (their total is at most 1), found by Michelot's passes over the negatives above
+    # max - 1 (gathered once): only negatives above tau and positives within 1 of the smallest can
+    # be non-zero, so the sort runs on those alone and the result is exact. Condat's one online
+    # pass (2016) first raises the floor to (sum of a subset - 1) / its size, a lower bound of tau
+    # (less a relative 1e-9 for its rounding), so that the passes start near tau: they end on the
+    # same set, the negatives above tau, from any lower bound
     buf = np.empty(m)
     nn, npp = 0, 0
+    floor = maxn - 1.0
     for k in range(m):
         if pos[k]:
-            npp += z[k] / mu < minp + 1.0
-        else:
-            v = (z[k] + 1.0) / mu
-            if v > maxn - 1.0:
-                buf[nn] = v
-                nn += 1
-    floor = maxn - 1.0
+            npp += lv[k] < minp + 1.0
+        elif lv[k] > floor:
+            buf[nn] = lv[k]
+            nn += 1
+    rho, size = buf[0] - 1.0, 1
+    for r in range(1, nn):
+        y = buf[r]
+        if y > rho:
+            rho += (y - rho) / (size + 1)
+            if rho > y - 1.0:
+                size += 1
+            else:
+                rho, size = y - 1.0, 1
+    floor = max(floor, rho - 1e-9 * (1.0 + abs(rho)))
     while True:
         total, kept = 0.0, 0
         for r in range(nn):
@@ -182,19 +197,15 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     vp = np.empty(npp)
     npp = 0
     for k in range(m):
-        if pos[k] and z[k] / mu < minp + 1.0:
-            vp[npp] = z[k] / mu
+        if pos[k] and lv[k] < minp + 1.0:
+            vp[npp] = lv[k]
             npp += 1
     tn, tp = bisimplex_thresholds(vn, vp)
     extra[0] = tn if tn != np.inf else minp
     value = 0.0
     for k in range(m):
-        if pos[k]:
-            v = z[k] / mu
-            alpha = min(v - tp, 0.0)
-        else:
-            v = (z[k] + 1.0) / mu
-            alpha = max(v - tn, 0.0)
+        v = lv[k]
+        alpha = min(v - tp, 0.0) if pos[k] else max(v - tn, 0.0)
         grad[k] = alpha
         value += mu * (v * alpha - 0.5 * alpha * alpha)
     return value
@@ -270,7 +281,7 @@ def _block_scores(W, at, m, phi, i, lo, hi, s):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S, V, cut, probed):
+def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, has_dead, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
     bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
     the largest inner product with the query's block (probed[i, j]), then, among their members
@@ -279,8 +290,9 @@ def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S,
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
     none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
-    is never kept; a probed one counts in the cut as 0. The selection is a linear-time partition,
-    not a sort."""
+    is never kept; the member lists hold live rows (a row gone zero since is skipped here) and
+    has_dead[j, c] flags a cluster with zero rows, which count in the cut as 0. The selection is a
+    linear-time partition, not a sort."""
     n = phi.shape[0]
     B = bounds.shape[0] - 1
     C = centroids.shape[1]
@@ -305,6 +317,7 @@ def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S,
             m = 0
             zeros = False
             for t in range(count):
+                zeros = zeros or has_dead[j, top_k[t]]
                 for p in range(member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]):
                     k = member_ids[j, p]
                     if not live[j, k]:
@@ -386,6 +399,44 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 
 
 @njit(cache=True, nogil=True)
+def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
+    """`_complete` of the candidates todo[:] (each once), four at a time: the four rows' sums of
+    one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
+    bit), and only the blocks a candidate lacks take the result."""
+    B = zb.shape[1]
+    n = todo.shape[0]
+    r = 0
+    while r + 4 <= n:
+        t0, t1, t2, t3 = todo[r], todo[r + 1], todo[r + 2], todo[r + 3]
+        k0, k1, k2, k3 = ids[t0], ids[t1], ids[t2], ids[t3]
+        for j in range(B):
+            if present[t0, j] and present[t1, j] and present[t2, j] and present[t3, j]:
+                continue
+            v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+            for d in range(bounds[j], bounds[j + 1]):
+                x = phi[i, d]
+                v0 += W[k0, d] * x
+                v1 += W[k1, d] * x
+                v2 += W[k2, d] * x
+                v3 += W[k3, d] * x
+            if not present[t0, j]:
+                zb[t0, j] = v0
+                present[t0, j] = True
+            if not present[t1, j]:
+                zb[t1, j] = v1
+                present[t1, j] = True
+            if not present[t2, j]:
+                zb[t2, j] = v2
+                present[t2, j] = True
+            if not present[t3, j]:
+                zb[t3, j] = v3
+                present[t3, j] = True
+        r += 4
+    for t in range(r, n):
+        _complete(zb, present, todo[t], W, phi, i, bounds, ids)
+
+
+@njit(cache=True, nogil=True)
 def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
     """L(B (z~_j + lambda_j)) of block j over the candidates present in it (the others are -inf;
     lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
@@ -429,6 +480,7 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
     c, B = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     active = np.zeros(c, np.bool_)
+    todo = np.empty(c, np.int64)
     scratch = np.empty(c)
     tracing = trace.shape[0] == steps + 1
     if tracing:
@@ -444,10 +496,13 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
         eta = 2.0 / (t + 2.0)
         n_active = 0
         for k in range(c):
+            if active[k]:
+                todo[n_active] = k
+                n_active += 1
+        _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
+        for k in range(c):
             if not active[k]:
                 continue
-            n_active += 1
-            _complete(zb, present, k, W, phi, i, bounds, ids)
             if not moved[k]:
                 lam[k, :] = 0.0
                 moved[k] = True
@@ -469,7 +524,7 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
     moved = np.ones(c, np.bool_)
     none = np.empty((0, 1))
     return messages(zb.copy(), present, pos, steps, tau2, loss, mu, lam, moved, trace, none, none, 0,
-                    np.zeros(B + 1, np.int64), np.empty(0, np.int64))
+                    np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -515,9 +570,13 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
         zb = Z[i, :u, :]
         known = present[i, :u, :]
         pos = is_pos[i, :u]
+        todo = np.empty(u, np.int64)
+        m = 0
         for s in range(u):
             if pos[s] or not restrict:
-                _complete(zb, known, s, W, phi, i, bounds, ids)
+                todo[m] = s
+                m += 1
+        _complete_many(zb, known, todo[:m], W, phi, i, bounds, ids)
         lam = np.empty((u, B))
         moved = np.zeros(u, np.bool_)
         out = coef[i, :u]

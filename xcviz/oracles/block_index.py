@@ -4,7 +4,7 @@ One index per block of coordinates [bounds[j], bounds[j+1]): the block rows of W
 and grouped by spherical k-means (Auvolat et al. 2015), with the kernels of the sparse
 `SphericalOracle` (engine/mips.py) applied to the dense block rows directly, without a sketch. A
 query probes the clusters whose centroids have the largest inner product with its block of phi(x);
-their live members (non-zero block rows) are scored on the block, straight from W's rows (each a
+their live members (non-zero block rows, the only ones listed) are scored on the block, straight from W's rows (each a
 contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with their block scores.
 Scoring from W needs no copy to keep fresh: an earlier layout of transposed "panels", contiguous
 for a cluster's members only right after a re-layout, read up to h/B scattered cache lines per
@@ -80,40 +80,55 @@ class BlockSphericalIndex:
         return len(self.blocks)
 
     def stacked(self) -> tuple[np.ndarray, ...]:
-        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, live B x K) of
-        all blocks, the layout of engine.ldgs.search_blocks (live[j, k]: class k's block row is
-        non-zero; a zero row has no direction, scores 0 and is never retrieved). Rebuilt after an
-        update; the search reads the members' block rows from W itself, so changed values need no
-        copy."""
+        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, live B x K,
+        has_dead B x C) of all blocks, the layout of engine.ldgs.search_blocks. The member lists
+        hold the live classes only (live[j, k]: class k's block row is non-zero; a zero row has no
+        direction, scores 0 and is never retrieved): a fresh model's zero rows, spread over the
+        clusters, are most of K on sparse label sets, and scanning them cost a search most of its
+        time. has_dead[j, c] says whether cluster c holds zero rows (they count as 0 in the cut).
+        Rebuilt after an update and when a zero row comes alive; the search reads the members'
+        block rows from W itself, so changed values need no copy."""
         if self._stacked is None:
             width = int(np.diff(self.bounds).max())
             C = self.blocks[0].centroids.shape[0]
             cent = np.zeros((self.n_blocks, C, width))
+            ptr = np.zeros((self.n_blocks, C + 1), np.int64)
+            ids = np.full((self.n_blocks, self.W.shape[0]), -1, np.int64)
+            has_dead = np.zeros((self.n_blocks, C), np.bool_)
             for j, b in enumerate(self.blocks):
                 cent[j, :, :b.hi - b.lo] = b.centroids
-            ptr = np.stack([b.members[0] for b in self.blocks])
-            ids = np.stack([b.members[1] for b in self.blocks])
-            self._stacked = (cent, ptr, ids, self._live)
+                full_ptr, full_ids = b.members
+                alive = self._live[j, full_ids]
+                cluster = np.repeat(np.arange(C), np.diff(full_ptr))
+                ptr[j, 1:] = np.cumsum(np.bincount(cluster[alive], minlength=C))
+                ids[j, :ptr[j, -1]] = full_ids[alive]
+                has_dead[j] = np.bincount(cluster[~alive], minlength=C) > 0
+            self._stacked = (cent, ptr, ids, self._live, has_dead)
         return self._stacked
 
     def refresh(self, classes: np.ndarray) -> None:
         """Take note of the rows `classes` of W changed in place: their live flags follow (the
         clustering stays as it is until `update`)."""
         if len(classes):
-            block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live)
+            classes = np.asarray(classes, np.int64)
+            was = self._live[:, classes]
+            block_live(self.W, self.bounds, classes, self._live)
+            if (self._live[:, classes] & ~was).any():  # a zero row came alive: the member lists grow
+                self._stacked = None
 
     def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(S, V, cut, probed): the top q classes of every block per query (n x B x q, -1 padding),
         their block scores (n x B x q), the best block score left out (n x B) and the probed
         clusters (n x B x probes)."""
         n = phi.shape[0]
-        cent, ptr, ids, live = self.stacked()
+        cent, ptr, ids, live, has_dead = self.stacked()
         probes = min(self.probes, cent.shape[1])
         S = np.empty((n, self.n_blocks, q), np.int64)
         V = np.empty((n, self.n_blocks, q))
         cut = np.empty((n, self.n_blocks))
         probed = np.empty((n, self.n_blocks, probes), np.int64)
-        search_blocks(np.ascontiguousarray(phi), self.W, self.bounds, cent, ptr, ids, live, q, S, V, cut, probed)
+        search_blocks(np.ascontiguousarray(phi), self.W, self.bounds, cent, ptr, ids, live, has_dead, q, S, V, cut,
+                      probed)
         return S, V, cut, probed
 
     def update(self, classes: np.ndarray) -> None:
