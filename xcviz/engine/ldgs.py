@@ -260,6 +260,32 @@ def block_live(W, bounds, classes, live):
 
 
 @njit(cache=True, nogil=True)
+def live_members(assign, live, ptr, ids, has_dead):
+    """The search's member lists of B block indexes (assign, live: B x K), in place: member_ptr
+    B x (C+1) and member_ids (B x K, the first member_ptr[j, C] entries used) with the live classes
+    of each cluster, ids increasing; has_dead (B x C) whether a cluster holds zero rows. One
+    counting pass and one fill per block, into the caller's arrays (no K-sized allocation)."""
+    B, K = assign.shape
+    n_clusters = has_dead.shape[1]
+    ptr[:] = 0
+    has_dead[:] = False
+    fill = np.empty(n_clusters, np.int64)
+    for j in range(B):
+        for k in range(K):
+            if live[j, k]:
+                ptr[j, assign[j, k] + 1] += 1
+            else:
+                has_dead[j, assign[j, k]] = True
+        for c in range(n_clusters):
+            ptr[j, c + 1] += ptr[j, c]
+        fill[:] = ptr[j, :n_clusters]
+        for k in range(K):
+            if live[j, k]:
+                ids[j, fill[assign[j, k]]] = k
+                fill[assign[j, k]] += 1
+
+
+@njit(cache=True, nogil=True)
 def _block_scores(W, at, m, phi, i, lo, hi, s):
     """s[r] = W[at[r], lo:hi] . phi[i, lo:hi] for r < m, each summed in coordinate order from 0 (the
     numbers of `_dot`, bit for bit), four rows at a time: four independent sums keep the pipeline

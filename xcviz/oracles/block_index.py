@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.ldgs import block_live, cone_bound, cone_stats, search_blocks
-from ..engine.mips import cluster_sums, members, move_members, nearest_centroid, normalised_centroids, unit_rows
+from ..engine.ldgs import block_live, cone_bound, cone_stats, live_members, search_blocks
+from ..engine.mips import cluster_sums, move_members, nearest_centroid, normalised_centroids, unit_rows
 
 
 class _Block:
-    """The index of one block: unit rows, centroids, assignment, cluster sums and members."""
+    """The index of one block: unit rows, centroids, assignment and cluster sums (the member lists
+    of all blocks are built together, see BlockSphericalIndex.stacked)."""
 
-    def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int) -> None:
+    def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int,
+                 assign: np.ndarray) -> None:
         self.lo, self.hi, self.seed = lo, hi, seed
+        self.assign = assign  # a row of the index's B x K assignment, written in place
         K = W.shape[0]
         self.ids = np.arange(K, dtype=np.int64)
         self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
@@ -37,10 +40,9 @@ class _Block:
         self.changed = 0
 
     def lloyd(self) -> None:
-        self.assign = nearest_centroid(self.unit, self.ids, self.centroids)
+        self.assign[:] = nearest_centroid(self.unit, self.ids, self.centroids)
         self.sums, self.sizes = cluster_sums(self.unit, self.assign, self.centroids.shape[0])
         self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
-        self.members = members(self.assign, self.centroids.shape[0])
 
     def update(self, W: np.ndarray, classes: np.ndarray) -> None:
         fresh = np.array(W[classes, self.lo:self.hi], order="C")
@@ -55,7 +57,6 @@ class _Block:
             self.changed = 0
         else:
             self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
-            self.members = members(self.assign, self.centroids.shape[0])
 
 
 class BlockSphericalIndex:
@@ -69,8 +70,12 @@ class BlockSphericalIndex:
         self.bounds = np.asarray(bounds, np.int64)
         self.probes = probes
         n_clusters = max(1, min(clusters, W.shape[0]))
-        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j)
+        B = self.bounds.shape[0] - 1
+        self._assign = np.empty((B, W.shape[0]), np.int64)
+        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j, self._assign[j])
                        for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
+        self._lists = (np.empty((B, n_clusters + 1), np.int64), np.empty((B, W.shape[0]), np.int64),
+                       np.empty((B, n_clusters), np.bool_))
         self._live = np.empty((self.n_blocks, W.shape[0]), np.bool_)
         block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live)
         self._stacked: tuple | None = None
@@ -80,8 +85,8 @@ class BlockSphericalIndex:
         return len(self.blocks)
 
     def stacked(self) -> tuple[np.ndarray, ...]:
-        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, live B x K,
-        has_dead B x C) of all blocks, the layout of engine.ldgs.search_blocks. The member lists
+        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K (the first
+        member_ptr[j, C] used), live B x K, has_dead B x C) of all blocks, the layout of engine.ldgs.search_blocks. The member lists
         hold the live classes only (live[j, k]: class k's block row is non-zero; a zero row has no
         direction, scores 0 and is never retrieved): a fresh model's zero rows, spread over the
         clusters, are most of K on sparse label sets, and scanning them cost a search most of its
@@ -92,17 +97,10 @@ class BlockSphericalIndex:
             width = int(np.diff(self.bounds).max())
             C = self.blocks[0].centroids.shape[0]
             cent = np.zeros((self.n_blocks, C, width))
-            ptr = np.zeros((self.n_blocks, C + 1), np.int64)
-            ids = np.full((self.n_blocks, self.W.shape[0]), -1, np.int64)
-            has_dead = np.zeros((self.n_blocks, C), np.bool_)
             for j, b in enumerate(self.blocks):
                 cent[j, :, :b.hi - b.lo] = b.centroids
-                full_ptr, full_ids = b.members
-                alive = self._live[j, full_ids]
-                cluster = np.repeat(np.arange(C), np.diff(full_ptr))
-                ptr[j, 1:] = np.cumsum(np.bincount(cluster[alive], minlength=C))
-                ids[j, :ptr[j, -1]] = full_ids[alive]
-                has_dead[j] = np.bincount(cluster[~alive], minlength=C) > 0
+            ptr, ids, has_dead = self._lists
+            live_members(self._assign, self._live, ptr, ids, has_dead)
             self._stacked = (cent, ptr, ids, self._live, has_dead)
         return self._stacked
 
