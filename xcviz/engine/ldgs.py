@@ -71,12 +71,68 @@ def _excess(a, ca, b, cb, t):
 def bisimplex_thresholds(vn, vp):
     """Thresholds (tn, tp) of the projection of v onto the bi-simplex: alpha_N = max(vn - tn, 0),
     alpha_P = min(vp - tp, 0). With s = sum alpha_N free in [0, 1], the optimal s has one shared
-    threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation,
-    solved exactly by a sort and a binary search over its breakpoints); when that s exceeds 1, s = 1
-    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0. Each side is
-    sorted once: the breakpoints are their merge and the simplex projections reuse them."""
+    threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation);
+    when that s exceeds 1, s = 1 and the two sides are projections onto unit simplices. (inf, -inf)
+    means alpha = 0. One positive (multiclass) needs no sort (`_one_positive_thresholds`); more
+    go through `_sorted_bisimplex_thresholds`."""
     if vn.shape[0] == 0 or vp.shape[0] == 0:
         return np.inf, -np.inf
+    if vp.shape[0] == 1:
+        return _one_positive_thresholds(vn, vp[0])
+    return _sorted_bisimplex_thresholds(vn, vp)
+
+
+@njit(cache=True, nogil=True)
+def _unit_simplex_threshold(v):
+    """theta with sum (v - theta)_+ = 1, by Michelot's passes from max - 1 (no sort)."""
+    buf = v.copy()
+    n = buf.shape[0]
+    floor = buf.max() - 1.0
+    while True:
+        total, kept = 0.0, 0
+        for r in range(n):
+            if buf[r] > floor:
+                buf[kept] = buf[r]
+                total += buf[r]
+                kept += 1
+        n = kept
+        raised = (total - 1.0) / n
+        if raised <= floor:  # the set stood still: floor is its threshold
+            return floor
+        floor = raised
+
+
+@njit(cache=True, nogil=True)
+def _one_positive_thresholds(a, b):
+    """`bisimplex_thresholds` with the single positive level b, without sorting: the shared t > b
+    solves t = (b + sum_{a > t} a) / (1 + #{a > t}); from t = b this map rises monotonically to the
+    root and stops there (Michelot's argument: below the root it gives at least t and at most the
+    root), after as many passes as the active set shrinks. s = t - b > 1: t_N the unit-simplex
+    threshold of a, t_P = b + 1 (alpha_P = -1)."""
+    if a.max() <= b:
+        return np.inf, -np.inf
+    t = b
+    count = -1
+    while True:
+        total, n = b, 1
+        for r in range(a.shape[0]):
+            if a[r] > t:
+                total += a[r]
+                n += 1
+        if n == count:
+            break
+        count = n
+        t = total / n
+    if t - b <= 1.0:
+        return t, t
+    return _unit_simplex_threshold(a), b + 1.0
+
+
+@njit(cache=True, nogil=True)
+def _sorted_bisimplex_thresholds(vn, vp):
+    """`bisimplex_thresholds` by a sort and a binary search over the breakpoints of the shared
+    threshold's equation; each side is sorted once: the breakpoints are their merge and the simplex
+    projections reuse them."""
     a = np.sort(vn)
     b = np.sort(vp)
     if a[-1] <= b[0]:
