@@ -83,11 +83,11 @@ def bisimplex_thresholds(vn, vp):
 
 
 @njit(cache=True, nogil=True)
-def _unit_simplex_threshold(v):
-    """theta with sum (v - theta)_+ = 1, by Michelot's passes from max - 1 (no sort)."""
-    buf = v.copy()
-    n = buf.shape[0]
-    floor = buf.max() - 1.0
+def _michelot(buf, n, floor):
+    """Michelot's passes for the unit simplex over buf[:n] from a lower bound `floor` of its
+    threshold: keep the values above the floor (compacted to the front, in order), raise the floor
+    to (their sum - 1) / their count, until the set stands still. Returns (how many are kept, the
+    threshold)."""
     while True:
         total, kept = 0.0, 0
         for r in range(n):
@@ -97,9 +97,15 @@ def _unit_simplex_threshold(v):
                 kept += 1
         n = kept
         raised = (total - 1.0) / n
-        if raised <= floor:  # the set stood still: floor is its threshold
-            return floor
+        if raised <= floor:
+            return n, floor
         floor = raised
+
+
+@njit(cache=True, nogil=True)
+def _unit_simplex_threshold(v):
+    """theta with sum (v - theta)_+ = 1, by Michelot's passes from max - 1 (no sort)."""
+    return _michelot(v.copy(), v.shape[0], v.max() - 1.0)[1]
 
 
 @njit(cache=True, nogil=True)
@@ -236,19 +242,7 @@ def loss_grad(z, pos, loss, mu, grad, extra):
                 size += 1
             else:
                 rho, size = y - 1.0, 1
-    floor = max(floor, rho - 1e-9 * (1.0 + abs(rho)))
-    while True:
-        total, kept = 0.0, 0
-        for r in range(nn):
-            if buf[r] > floor:
-                buf[kept] = buf[r]
-                total += buf[r]
-                kept += 1
-        nn = kept
-        raised = (total - 1.0) / nn
-        if raised <= floor:
-            break
-        floor = raised
+    nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
     vn = buf[:nn]
     vp = np.empty(npp)
     npp = 0
@@ -487,6 +481,7 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
     bit), and only the blocks a candidate lacks take the result."""
     B = zb.shape[1]
     n = todo.shape[0]
+    vals = np.empty(4)
     r = 0
     while r + 4 <= n:
         t0, t1, t2, t3 = todo[r], todo[r + 1], todo[r + 2], todo[r + 3]
@@ -501,18 +496,12 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
                 v1 += W[k1, d] * x
                 v2 += W[k2, d] * x
                 v3 += W[k3, d] * x
-            if not present[t0, j]:
-                zb[t0, j] = v0
-                present[t0, j] = True
-            if not present[t1, j]:
-                zb[t1, j] = v1
-                present[t1, j] = True
-            if not present[t2, j]:
-                zb[t2, j] = v2
-                present[t2, j] = True
-            if not present[t3, j]:
-                zb[t3, j] = v3
-                present[t3, j] = True
+            vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
+            for u in range(4):
+                t = todo[r + u]
+                if not present[t, j]:
+                    zb[t, j] = vals[u]
+                    present[t, j] = True
         r += 4
     for t in range(r, n):
         _complete(zb, present, todo[t], W, phi, i, bounds, ids)

@@ -4,8 +4,9 @@ One index per block of coordinates [bounds[j], bounds[j+1]): the block rows of W
 and grouped by spherical k-means (Auvolat et al. 2015), with the kernels of the sparse
 `SphericalOracle` (engine/mips.py) applied to the dense block rows directly, without a sketch. A
 query probes the clusters whose centroids have the largest inner product with its block of phi(x);
-their live members (non-zero block rows, the only ones listed) are scored on the block, straight from W's rows (each a
-contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with their block scores.
+their live members (non-zero block rows, the only ones listed) are scored on the block, straight
+from W's rows (each a contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with
+their block scores.
 Scoring from W needs no copy to keep fresh: an earlier layout of transposed "panels", contiguous
 for a cluster's members only right after a re-layout, read up to h/B scattered cache lines per
 member and cost more to refresh and lay out than the search itself (BENCHMARKS.md). Updates follow
@@ -86,13 +87,14 @@ class BlockSphericalIndex:
 
     def stacked(self) -> tuple[np.ndarray, ...]:
         """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K (the first
-        member_ptr[j, C] used), live B x K, has_dead B x C) of all blocks, the layout of engine.ldgs.search_blocks. The member lists
-        hold the live classes only (live[j, k]: class k's block row is non-zero; a zero row has no
-        direction, scores 0 and is never retrieved): a fresh model's zero rows, spread over the
-        clusters, are most of K on sparse label sets, and scanning them cost a search most of its
-        time. has_dead[j, c] says whether cluster c holds zero rows (they count as 0 in the cut).
-        Rebuilt after an update and when a zero row comes alive; the search reads the members'
-        block rows from W itself, so changed values need no copy."""
+        member_ptr[j, C] used), live B x K, has_dead B x C) of all blocks, the layout of
+        engine.ldgs.search_blocks. The member lists hold the live classes only (live[j, k]: class
+        k's block row is non-zero; a zero row has no direction, scores 0 and is never retrieved): a
+        fresh model's zero rows, spread over the clusters, are most of K on sparse label sets, and
+        scanning them cost a search most of its time. has_dead[j, c] says whether cluster c holds
+        zero rows (they count as 0 in the cut). Rebuilt after an update and when a zero row comes
+        alive; the search reads the members' block rows from W itself, so changed values need no
+        copy."""
         if self._stacked is None:
             width = int(np.diff(self.bounds).max())
             C = self.blocks[0].centroids.shape[0]
