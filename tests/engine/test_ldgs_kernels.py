@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, minimize
 
-from xcviz.engine.ldgs import CE, MARGIN, bisimplex_thresholds, greedy_messages, loss_grad
+from xcviz.engine.ldgs import (CE, MARGIN, _sorted_bisimplex_thresholds, bisimplex_thresholds, greedy_messages,
+                               loss_grad)
 
 
 def _loss(z, pos, loss, mu=1.0):
@@ -48,6 +49,24 @@ def test_bisimplex_projection_matches_a_qp_solver_and_its_kkt_conditions(seed):
         assert tn == pytest.approx(tp)
     else:  # total capped at 1: raising it would still pay (the multiplier tn - tp >= 0)
         assert tn - tp >= -1e-12
+
+
+def test_one_positive_thresholds_equal_the_sorted_solver():
+    """The sort-free path of one positive (multiclass) against the sort and breakpoint search, in
+    both regimes (shared total below 1, total capped at 1), with ties and with alpha = 0."""
+    rng = np.random.default_rng(5)
+    regimes = set()
+    for trial in range(400):
+        m = int(rng.integers(1, 60))
+        vn = rng.normal(0, [0.05, 0.5, 3.0][trial % 3], m)
+        if trial % 4 == 0:
+            vn[: m // 2] = vn[0]  # ties
+        b = float(rng.normal(0, 1.0))
+        fast = bisimplex_thresholds(vn, np.array([b]))
+        slow = _sorted_bisimplex_thresholds(vn, np.array([b]))
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+        regimes.add("zero" if not np.isfinite(fast[0]) else "shared" if fast[0] == fast[1] else "capped")
+    assert regimes == {"zero", "shared", "capped"}
 
 
 def test_the_margin_gradient_is_the_projection_of_the_shifted_scores():

@@ -30,11 +30,16 @@ def test_block_search_keeps_the_q_best_probed_members_with_their_exact_block_sco
     bounds = block_bounds(16, blocks)
     index = BlockSphericalIndex(W, bounds, clusters=20, probes=probes, seed=3)
     S, V, cut, probed = index.search(phi, q)
-    _, ptr, ids, live = index.stacked()
+    _, ptr, ids, live, _ = index.stacked()
+    for j in range(blocks):  # the member lists: the live rows of every cluster, none else
+        assign = index.blocks[j].assign
+        for c in range(ptr.shape[1] - 1):
+            listed = ids[j, ptr[j, c]:ptr[j, c + 1]]
+            np.testing.assert_array_equal(listed, np.flatnonzero((assign == c) & W[:, bounds[j]:bounds[j + 1]].any(1)))
     for i in range(phi.shape[0]):
         for j in range(blocks):
             lo, hi = bounds[j], bounds[j + 1]
-            probed_rows = np.concatenate([ids[j, ptr[j, c]:ptr[j, c + 1]] for c in probed[i, j]])
+            probed_rows = np.flatnonzero(np.isin(index.blocks[j].assign, probed[i, j]))  # every member, zeros too
             zero = ~W[probed_rows, lo:hi].any(axis=1)
             np.testing.assert_array_equal(live[j, probed_rows], ~zero)
             pool = probed_rows[~zero]
@@ -66,6 +71,11 @@ def test_a_search_scores_changed_rows_and_refresh_follows_their_zeros():
         kept = S[0, j] >= 0
         np.testing.assert_allclose(V[0, j, kept], W[S[0, j, kept], lo:hi] @ phi[0, lo:hi], atol=1e-12)
         assert kept.sum() == (299 if j == 1 else 300) and (9 in S[0, j]) == (j != 1)
+    W[9, 4:8] = 0.5  # alive again: the member lists must take it back
+    index.refresh(np.array([9]))
+    S, V, _, _ = index.search(phi, 300)
+    assert ((S[0] >= 0).sum(axis=1) == 300).all() and (S[0] == 9).any(axis=1).all()
+    np.testing.assert_allclose(V[0, 1][S[0, 1] == 9], W[9, 4:8] @ phi[0, 4:8], atol=1e-12)
 
 
 @pytest.mark.parametrize("mu", [1.0, 5.0])

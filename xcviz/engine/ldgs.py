@@ -71,12 +71,74 @@ def _excess(a, ca, b, cb, t):
 def bisimplex_thresholds(vn, vp):
     """Thresholds (tn, tp) of the projection of v onto the bi-simplex: alpha_N = max(vn - tn, 0),
     alpha_P = min(vp - tp, 0). With s = sum alpha_N free in [0, 1], the optimal s has one shared
-    threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation,
-    solved exactly by a sort and a binary search over its breakpoints); when that s exceeds 1, s = 1
-    and the two sides are projections onto unit simplices. (inf, -inf) means alpha = 0. Each side is
-    sorted once: the breakpoints are their merge and the simplex projections reuse them."""
+    threshold t solving sum (vn - t)_+ = sum (t - vp)_+ (a decreasing piecewise-linear equation);
+    when that s exceeds 1, s = 1 and the two sides are projections onto unit simplices. (inf, -inf)
+    means alpha = 0. One positive (multiclass) needs no sort (`_one_positive_thresholds`); more
+    go through `_sorted_bisimplex_thresholds`."""
     if vn.shape[0] == 0 or vp.shape[0] == 0:
         return np.inf, -np.inf
+    if vp.shape[0] == 1:
+        return _one_positive_thresholds(vn, vp[0])
+    return _sorted_bisimplex_thresholds(vn, vp)
+
+
+@njit(cache=True, nogil=True)
+def _michelot(buf, n, floor):
+    """Michelot's passes for the unit simplex over buf[:n] from a lower bound `floor` of its
+    threshold: keep the values above the floor (compacted to the front, in order), raise the floor
+    to (their sum - 1) / their count, until the set stands still. Returns (how many are kept, the
+    threshold)."""
+    while True:
+        total, kept = 0.0, 0
+        for r in range(n):
+            if buf[r] > floor:
+                buf[kept] = buf[r]
+                total += buf[r]
+                kept += 1
+        n = kept
+        raised = (total - 1.0) / n
+        if raised <= floor:
+            return n, floor
+        floor = raised
+
+
+@njit(cache=True, nogil=True)
+def _unit_simplex_threshold(v):
+    """theta with sum (v - theta)_+ = 1, by Michelot's passes from max - 1 (no sort)."""
+    return _michelot(v.copy(), v.shape[0], v.max() - 1.0)[1]
+
+
+@njit(cache=True, nogil=True)
+def _one_positive_thresholds(a, b):
+    """`bisimplex_thresholds` with the single positive level b, without sorting: the shared t > b
+    solves t = (b + sum_{a > t} a) / (1 + #{a > t}); from t = b this map rises monotonically to the
+    root and stops there (Michelot's argument: below the root it gives at least t and at most the
+    root), after as many passes as the active set shrinks. s = t - b > 1: t_N the unit-simplex
+    threshold of a, t_P = b + 1 (alpha_P = -1)."""
+    if a.max() <= b:
+        return np.inf, -np.inf
+    t = b
+    count = -1
+    while True:
+        total, n = b, 1
+        for r in range(a.shape[0]):
+            if a[r] > t:
+                total += a[r]
+                n += 1
+        if n == count:
+            break
+        count = n
+        t = total / n
+    if t - b <= 1.0:
+        return t, t
+    return _unit_simplex_threshold(a), b + 1.0
+
+
+@njit(cache=True, nogil=True)
+def _sorted_bisimplex_thresholds(vn, vp):
+    """`bisimplex_thresholds` by a sort and a binary search over the breakpoints of the shared
+    threshold's equation; each side is sorted once: the breakpoints are their merge and the simplex
+    projections reuse them."""
     a = np.sort(vn)
     b = np.sort(vp)
     if a[-1] <= b[0]:
@@ -141,60 +203,59 @@ def loss_grad(z, pos, loss, mu, grad, extra):
                 value += lse - z[k]
         extra[0] = lse
         return value
+    # every class's level once (one division each): (z + 1) / mu for negatives, z / mu for positives
+    lv = np.empty(m)
     maxn = -np.inf
     minp = np.inf
     for k in range(m):
         if pos[k]:
-            minp = min(minp, z[k] / mu)
+            lv[k] = z[k] / mu
+            minp = min(minp, lv[k])
         else:
-            maxn = max(maxn, (z[k] + 1.0) / mu)
+            lv[k] = (z[k] + 1.0) / mu
+            maxn = max(maxn, lv[k])
     if maxn == -np.inf:
         extra[0] = np.inf
         return 0.0
-    # the N threshold is at least the threshold of the unit-simplex projection of the negatives
-    # (their total is at most 1), found by Michelot's passes from max - 1 over the negatives above
-    # max - 1 (gathered once): only negatives above it and positives within 1 of the smallest can
-    # be non-zero, so the sort runs on those alone and the result is exact
+    # the N threshold is at least the threshold tau of the unit-simplex projection of the
+    # negatives (their total is at most 1), found by Michelot's passes over the negatives above
+    # max - 1 (gathered once): only negatives above tau and positives within 1 of the smallest can
+    # be non-zero, so the sort runs on those alone and the result is exact. Condat's one online
+    # pass (2016) first raises the floor to (sum of a subset - 1) / its size, a lower bound of tau
+    # (less a relative 1e-9 for its rounding), so that the passes start near tau: they end on the
+    # same set, the negatives above tau, from any lower bound
     buf = np.empty(m)
     nn, npp = 0, 0
+    floor = maxn - 1.0
     for k in range(m):
         if pos[k]:
-            npp += z[k] / mu < minp + 1.0
-        else:
-            v = (z[k] + 1.0) / mu
-            if v > maxn - 1.0:
-                buf[nn] = v
-                nn += 1
-    floor = maxn - 1.0
-    while True:
-        total, kept = 0.0, 0
-        for r in range(nn):
-            if buf[r] > floor:
-                buf[kept] = buf[r]
-                total += buf[r]
-                kept += 1
-        nn = kept
-        raised = (total - 1.0) / nn
-        if raised <= floor:
-            break
-        floor = raised
+            npp += lv[k] < minp + 1.0
+        elif lv[k] > floor:
+            buf[nn] = lv[k]
+            nn += 1
+    rho, size = buf[0] - 1.0, 1
+    for r in range(1, nn):
+        y = buf[r]
+        if y > rho:
+            rho += (y - rho) / (size + 1)
+            if rho > y - 1.0:
+                size += 1
+            else:
+                rho, size = y - 1.0, 1
+    nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
     vn = buf[:nn]
     vp = np.empty(npp)
     npp = 0
     for k in range(m):
-        if pos[k] and z[k] / mu < minp + 1.0:
-            vp[npp] = z[k] / mu
+        if pos[k] and lv[k] < minp + 1.0:
+            vp[npp] = lv[k]
             npp += 1
     tn, tp = bisimplex_thresholds(vn, vp)
     extra[0] = tn if tn != np.inf else minp
     value = 0.0
     for k in range(m):
-        if pos[k]:
-            v = z[k] / mu
-            alpha = min(v - tp, 0.0)
-        else:
-            v = (z[k] + 1.0) / mu
-            alpha = max(v - tn, 0.0)
+        v = lv[k]
+        alpha = min(v - tp, 0.0) if pos[k] else max(v - tn, 0.0)
         grad[k] = alpha
         value += mu * (v * alpha - 0.5 * alpha * alpha)
     return value
@@ -249,6 +310,32 @@ def block_live(W, bounds, classes, live):
 
 
 @njit(cache=True, nogil=True)
+def live_members(assign, live, ptr, ids, has_dead):
+    """The search's member lists of B block indexes (assign, live: B x K), in place: member_ptr
+    B x (C+1) and member_ids (B x K, the first member_ptr[j, C] entries used) with the live classes
+    of each cluster, ids increasing; has_dead (B x C) whether a cluster holds zero rows. One
+    counting pass and one fill per block, into the caller's arrays (no K-sized allocation)."""
+    B, K = assign.shape
+    n_clusters = has_dead.shape[1]
+    ptr[:] = 0
+    has_dead[:] = False
+    fill = np.empty(n_clusters, np.int64)
+    for j in range(B):
+        for k in range(K):
+            if live[j, k]:
+                ptr[j, assign[j, k] + 1] += 1
+            else:
+                has_dead[j, assign[j, k]] = True
+        for c in range(n_clusters):
+            ptr[j, c + 1] += ptr[j, c]
+        fill[:] = ptr[j, :n_clusters]
+        for k in range(K):
+            if live[j, k]:
+                ids[j, fill[assign[j, k]]] = k
+                fill[assign[j, k]] += 1
+
+
+@njit(cache=True, nogil=True)
 def _block_scores(W, at, m, phi, i, lo, hi, s):
     """s[r] = W[at[r], lo:hi] . phi[i, lo:hi] for r < m, each summed in coordinate order from 0 (the
     numbers of `_dot`, bit for bit), four rows at a time: four independent sums keep the pipeline
@@ -270,7 +357,7 @@ def _block_scores(W, at, m, phi, i, lo, hi, s):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S, V, cut, probed):
+def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, has_dead, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
     bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
     the largest inner product with the query's block (probed[i, j]), then, among their members
@@ -279,8 +366,9 @@ def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S,
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
     none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
-    is never kept; a probed one counts in the cut as 0. The selection is a linear-time partition,
-    not a sort."""
+    is never kept; the member lists hold live rows (a row gone zero since is skipped here) and
+    has_dead[j, c] flags a cluster with zero rows, which count in the cut as 0. The selection is a
+    linear-time partition, not a sort."""
     n = phi.shape[0]
     B = bounds.shape[0] - 1
     C = centroids.shape[1]
@@ -305,6 +393,7 @@ def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, q, S,
             m = 0
             zeros = False
             for t in range(count):
+                zeros = zeros or has_dead[j, top_k[t]]
                 for p in range(member_ptr[j, top_k[t]], member_ptr[j, top_k[t] + 1]):
                     k = member_ids[j, p]
                     if not live[j, k]:
@@ -386,6 +475,39 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 
 
 @njit(cache=True, nogil=True)
+def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
+    """`_complete` of the candidates todo[:] (each once), four at a time: the four rows' sums of
+    one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
+    bit), and only the blocks a candidate lacks take the result."""
+    B = zb.shape[1]
+    n = todo.shape[0]
+    vals = np.empty(4)
+    r = 0
+    while r + 4 <= n:
+        t0, t1, t2, t3 = todo[r], todo[r + 1], todo[r + 2], todo[r + 3]
+        k0, k1, k2, k3 = ids[t0], ids[t1], ids[t2], ids[t3]
+        for j in range(B):
+            if present[t0, j] and present[t1, j] and present[t2, j] and present[t3, j]:
+                continue
+            v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+            for d in range(bounds[j], bounds[j + 1]):
+                x = phi[i, d]
+                v0 += W[k0, d] * x
+                v1 += W[k1, d] * x
+                v2 += W[k2, d] * x
+                v3 += W[k3, d] * x
+            vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
+            for u in range(4):
+                t = todo[r + u]
+                if not present[t, j]:
+                    zb[t, j] = vals[u]
+                    present[t, j] = True
+        r += 4
+    for t in range(r, n):
+        _complete(zb, present, todo[t], W, phi, i, bounds, ids)
+
+
+@njit(cache=True, nogil=True)
 def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
     """L(B (z~_j + lambda_j)) of block j over the candidates present in it (the others are -inf;
     lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
@@ -429,6 +551,7 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
     c, B = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     active = np.zeros(c, np.bool_)
+    todo = np.empty(c, np.int64)
     scratch = np.empty(c)
     tracing = trace.shape[0] == steps + 1
     if tracing:
@@ -444,10 +567,13 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
         eta = 2.0 / (t + 2.0)
         n_active = 0
         for k in range(c):
+            if active[k]:
+                todo[n_active] = k
+                n_active += 1
+        _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
+        for k in range(c):
             if not active[k]:
                 continue
-            n_active += 1
-            _complete(zb, present, k, W, phi, i, bounds, ids)
             if not moved[k]:
                 lam[k, :] = 0.0
                 moved[k] = True
@@ -469,7 +595,7 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
     moved = np.ones(c, np.bool_)
     none = np.empty((0, 1))
     return messages(zb.copy(), present, pos, steps, tau2, loss, mu, lam, moved, trace, none, none, 0,
-                    np.zeros(B + 1, np.int64), np.empty(0, np.int64))
+                    np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -515,9 +641,13 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
         zb = Z[i, :u, :]
         known = present[i, :u, :]
         pos = is_pos[i, :u]
+        todo = np.empty(u, np.int64)
+        m = 0
         for s in range(u):
             if pos[s] or not restrict:
-                _complete(zb, known, s, W, phi, i, bounds, ids)
+                todo[m] = s
+                m += 1
+        _complete_many(zb, known, todo[:m], W, phi, i, bounds, ids)
         lam = np.empty((u, B))
         moved = np.zeros(u, np.bool_)
         out = coef[i, :u]

@@ -4,8 +4,9 @@ One index per block of coordinates [bounds[j], bounds[j+1]): the block rows of W
 and grouped by spherical k-means (Auvolat et al. 2015), with the kernels of the sparse
 `SphericalOracle` (engine/mips.py) applied to the dense block rows directly, without a sketch. A
 query probes the clusters whose centroids have the largest inner product with its block of phi(x);
-their live members (non-zero block rows) are scored on the block, straight from W's rows (each a
-contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with their block scores.
+their live members (non-zero block rows, the only ones listed) are scored on the block, straight
+from W's rows (each a contiguous h/B run, two cache lines at h/B = 16), and the best Q kept, with
+their block scores.
 Scoring from W needs no copy to keep fresh: an earlier layout of transposed "panels", contiguous
 for a cluster's members only right after a re-layout, read up to h/B scattered cache lines per
 member and cost more to refresh and lay out than the search itself (BENCHMARKS.md). Updates follow
@@ -17,15 +18,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.ldgs import block_live, cone_bound, cone_stats, search_blocks
-from ..engine.mips import cluster_sums, members, move_members, nearest_centroid, normalised_centroids, unit_rows
+from ..engine.ldgs import block_live, cone_bound, cone_stats, live_members, search_blocks
+from ..engine.mips import cluster_sums, move_members, nearest_centroid, normalised_centroids, unit_rows
 
 
 class _Block:
-    """The index of one block: unit rows, centroids, assignment, cluster sums and members."""
+    """The index of one block: unit rows, centroids, assignment and cluster sums (the member lists
+    of all blocks are built together, see BlockSphericalIndex.stacked)."""
 
-    def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int) -> None:
+    def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int,
+                 assign: np.ndarray) -> None:
         self.lo, self.hi, self.seed = lo, hi, seed
+        self.assign = assign  # a row of the index's B x K assignment, written in place
         K = W.shape[0]
         self.ids = np.arange(K, dtype=np.int64)
         self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
@@ -37,10 +41,9 @@ class _Block:
         self.changed = 0
 
     def lloyd(self) -> None:
-        self.assign = nearest_centroid(self.unit, self.ids, self.centroids)
+        self.assign[:] = nearest_centroid(self.unit, self.ids, self.centroids)
         self.sums, self.sizes = cluster_sums(self.unit, self.assign, self.centroids.shape[0])
         self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
-        self.members = members(self.assign, self.centroids.shape[0])
 
     def update(self, W: np.ndarray, classes: np.ndarray) -> None:
         fresh = np.array(W[classes, self.lo:self.hi], order="C")
@@ -55,7 +58,6 @@ class _Block:
             self.changed = 0
         else:
             self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
-            self.members = members(self.assign, self.centroids.shape[0])
 
 
 class BlockSphericalIndex:
@@ -69,8 +71,12 @@ class BlockSphericalIndex:
         self.bounds = np.asarray(bounds, np.int64)
         self.probes = probes
         n_clusters = max(1, min(clusters, W.shape[0]))
-        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j)
+        B = self.bounds.shape[0] - 1
+        self._assign = np.empty((B, W.shape[0]), np.int64)
+        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j, self._assign[j])
                        for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
+        self._lists = (np.empty((B, n_clusters + 1), np.int64), np.empty((B, W.shape[0]), np.int64),
+                       np.empty((B, n_clusters), np.bool_))
         self._live = np.empty((self.n_blocks, W.shape[0]), np.bool_)
         block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live)
         self._stacked: tuple | None = None
@@ -80,10 +86,14 @@ class BlockSphericalIndex:
         return len(self.blocks)
 
     def stacked(self) -> tuple[np.ndarray, ...]:
-        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K, live B x K) of
-        all blocks, the layout of engine.ldgs.search_blocks (live[j, k]: class k's block row is
-        non-zero; a zero row has no direction, scores 0 and is never retrieved). Rebuilt after an
-        update; the search reads the members' block rows from W itself, so changed values need no
+        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K (the first
+        member_ptr[j, C] used), live B x K, has_dead B x C) of all blocks, the layout of
+        engine.ldgs.search_blocks. The member lists hold the live classes only (live[j, k]: class
+        k's block row is non-zero; a zero row has no direction, scores 0 and is never retrieved): a
+        fresh model's zero rows, spread over the clusters, are most of K on sparse label sets, and
+        scanning them cost a search most of its time. has_dead[j, c] says whether cluster c holds
+        zero rows (they count as 0 in the cut). Rebuilt after an update and when a zero row comes
+        alive; the search reads the members' block rows from W itself, so changed values need no
         copy."""
         if self._stacked is None:
             width = int(np.diff(self.bounds).max())
@@ -91,29 +101,34 @@ class BlockSphericalIndex:
             cent = np.zeros((self.n_blocks, C, width))
             for j, b in enumerate(self.blocks):
                 cent[j, :, :b.hi - b.lo] = b.centroids
-            ptr = np.stack([b.members[0] for b in self.blocks])
-            ids = np.stack([b.members[1] for b in self.blocks])
-            self._stacked = (cent, ptr, ids, self._live)
+            ptr, ids, has_dead = self._lists
+            live_members(self._assign, self._live, ptr, ids, has_dead)
+            self._stacked = (cent, ptr, ids, self._live, has_dead)
         return self._stacked
 
     def refresh(self, classes: np.ndarray) -> None:
         """Take note of the rows `classes` of W changed in place: their live flags follow (the
         clustering stays as it is until `update`)."""
         if len(classes):
-            block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live)
+            classes = np.asarray(classes, np.int64)
+            was = self._live[:, classes]
+            block_live(self.W, self.bounds, classes, self._live)
+            if (self._live[:, classes] & ~was).any():  # a zero row came alive: the member lists grow
+                self._stacked = None
 
     def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(S, V, cut, probed): the top q classes of every block per query (n x B x q, -1 padding),
         their block scores (n x B x q), the best block score left out (n x B) and the probed
         clusters (n x B x probes)."""
         n = phi.shape[0]
-        cent, ptr, ids, live = self.stacked()
+        cent, ptr, ids, live, has_dead = self.stacked()
         probes = min(self.probes, cent.shape[1])
         S = np.empty((n, self.n_blocks, q), np.int64)
         V = np.empty((n, self.n_blocks, q))
         cut = np.empty((n, self.n_blocks))
         probed = np.empty((n, self.n_blocks, probes), np.int64)
-        search_blocks(np.ascontiguousarray(phi), self.W, self.bounds, cent, ptr, ids, live, q, S, V, cut, probed)
+        search_blocks(np.ascontiguousarray(phi), self.W, self.bounds, cent, ptr, ids, live, has_dead, q, S, V, cut,
+                      probed)
         return S, V, cut, probed
 
     def update(self, classes: np.ndarray) -> None:
