@@ -688,6 +688,10 @@ def test_no_request_leaves_the_server_in_a_launch_watch_export_workflow(page_ser
         page.get_by_text("runs shown: 1, ticked").wait_for(timeout=30000)
         _tick(page, "narrow-zero")
         page.get_by_text("runs shown: 2, ticked").wait_for(timeout=30000)
+        page.get_by_text("Per label", exact=True).click()  # and opened again, their components drawn anew
+        _until(page, lambda figs: any("positives" in f["title"] and f["labels"] == ["narrow-zero"] for f in figs))
+        page.get_by_text("Label inspector", exact=True).click()
+        page.get_by_label("Label", exact=True).wait_for(timeout=30000)
         for button in ("Report (HTML)", "Records (CSV, JSON)"):
             with page.expect_download() as download:
                 page.get_by_text(button).click()
