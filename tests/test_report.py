@@ -57,3 +57,20 @@ def test_report_exports_records(store_with_runs, tmp_path):
     assert len(csv) == len(records) and list(csv.columns) == list(records.columns)
     assert len(json.loads((tmp_path / f"r-{runs[0]}-labels.json").read_text())) == 159
     assert len(written) == 5
+
+
+def test_the_report_grid_holds_only_figures_that_draw_something(tmp_path):
+    """A figure that draws nothing takes a cell of the report's grid all the same (a hole): a MEMOIR
+    run has no label records, so no per-label figures, and every figure shown holds its data."""
+    import numpy as np
+
+    from xcviz.report import _figures
+
+    store = RunStore(tmp_path / "home")
+    run = store.create(RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json(), "mc")
+    store.append_batch(run, "iteration", {"label": np.zeros(3, np.int64), "iteration": np.arange(3),
+                                          "epoch": np.arange(3) / 10, "objective": np.array([3.0, 2.0, 1.0])})
+    store.update(run, status="done")
+    figures, _ = _figures(store, [store.get(run)])
+    assert [f.title.text.split(":")[0] for f in figures] == ["objective"]
+    assert all(f.visible for f in figures)

@@ -49,11 +49,13 @@ def _table(frame: pd.DataFrame) -> str:
 
 
 def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
-    """The dashboard's figures for these runs (each run in its colour, named in every legend), and
-    their rules."""
+    """The dashboard's figures for these runs that draw something (each run in its colour, named in
+    every legend; a figure that draws nothing would leave a hole in the report's grid), and their rules."""
     view = RunView(store)
     view.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
-    return view.plots.figures() + view.positives.figures(), view.plots.rules.object
+    labels = len(view.positives.source.data["label"]) > 0
+    return ([f for f in view.plots.figures() if f.visible] + (view.positives.figures() if labels else []),
+            view.plots.rules.object)
 
 
 def _scale_out(store: RunStore, rows: list[dict]) -> list:

@@ -5,15 +5,17 @@ Hostile strings come the two ways a user can bring them: a spec's name (`xcviz l
 file so named in a `--data-dir` (runs launched from the page are named after their file). A run
 that fails on a hostile file name puts it in its error text, shown in the table and in the alert
 above it. A data file removed after the page opened puts its name in the launch panel's alert."""
+import io
 import json
 import re
-import subprocess
-import sys
 import time
+from contextlib import redirect_stdout
 
 from tests.security.conftest import serve, server_errors
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
+from xcviz.cli import main
 from xcviz.report import build_report
+from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
 
 TRAIN = '<img src=x onerror="window.__xss=1">'  # a data file name prefix: the page names its runs after it
@@ -24,9 +26,11 @@ BAD_FILE = '<svg onload="window.__xss=6">_train.txt'  # outside the data folder:
 
 
 def _xcviz(*args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "xcviz.cli", *args], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    """The `xcviz` command, run in this process (as its console script would); returns what it printed."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(list(args)) == 0
+    return out.getvalue().strip()
 
 
 def _prepare(tmp_path):
@@ -42,8 +46,7 @@ def _prepare(tmp_path):
         spec.write_text(json.dumps({"dataset": str(dataset), "name": name, "threads": 1}))
         runs.append(_xcviz("launch", str(spec), "--home", str(home)))
     for run in runs:
-        subprocess.run([sys.executable, "-m", "xcviz.cli", "wait", run, "--home", str(home), "--timeout", "120"],
-                       capture_output=True, timeout=150)
+        wait(RunStore(home), run, timeout=120)
     return data, home
 
 

@@ -217,3 +217,44 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     assert early == [], [(type(e).__name__, type(e.model).__name__) for e in early]
     drawn = view.plots._sources["accuracy"][1].data  # and it arrived with its data
     assert drawn["run"] == ["second"] and list(drawn["ys"][0]) == [20.0, 30.0]
+
+
+def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):
+    """Opening a tab puts its figures on the page: they must arrive up to date, with no change to a
+    model inside them sent apart from the layout change that adds them (as above: Panel can hold that
+    message back while Bokeh sends the others at once). With Panel's dynamic tabs, a tab arrived as
+    it was last drawn and its figures were updated a tick later, after the labels that came meanwhile."""
+    import os
+    import socket
+
+    import numpy as np
+    from bokeh.document import Document
+
+    store = RunStore(tmp_path / "home")
+    (run,) = fill_store(store, runs=1, records=600)
+    store.update(run, status="running", pid=os.getpid(), host=socket.gethostname())  # it trains on
+    dashboard = Dashboard(store)
+    doc = Document()
+    doc.add_root(dashboard.view().get_root(doc))
+    dashboard.runs.table.selection = [0]
+    label = int(store.get(run)["done"])
+    figures = {0: dashboard.plots.figures, 1: dashboard.positives.figures, 2: lambda: dashboard.inspector._figures,
+               3: dashboard.workers.figures}
+    events = []
+    doc.on_change(events.append)
+    for tab in (1, 2, 0, 3, 1, 2):  # each tab, then the per-label ones again
+        labels = np.arange(label, label + 3)  # labels trained since the last refresh
+        store.append_batch(run, "iteration", {"label": labels, "iteration": np.zeros(3, np.int64),
+                                              "objective": np.full(3, 5.0), "nnz": np.full(3, 7)})
+        store.append_batch(run, "label", {"label": labels, "iterations": np.ones(3, np.int64),
+                                          "n_pos": labels % 5 + 1, "seconds": np.full(3, 0.01)})
+        label += 3
+        events.clear()
+        dashboard.tabs.active = tab
+        added = figures[tab]()
+        assert added and all(fig.document is doc for fig in added), tab  # on the page
+        inside = {m.id for fig in added for m in fig.references()}
+        apart = [e for e in events if getattr(e, "model", None) is not None and e.model.id in inside]
+        assert apart == [], (tab, [(type(e).__name__, type(e.model).__name__, getattr(e, "attr", "")) for e in apart])
+    # and the per-label figures arrived holding every label trained so far
+    assert sorted(dashboard.positives.source.data["label"]) == list(range(label))

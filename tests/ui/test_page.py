@@ -3,20 +3,20 @@ the layout at 1440 x 900, axes that follow the data and keep a user's zoom, a le
 per run in every figure (page and report), LDGS estimators side by side, refused parameters that
 block Compare, no request outside the server, the first visit.
 
-One server and one page serve the tests over the prepared runs (each test starts with nothing
-ticked); the tests that need a page of their own (network routing, an empty store) open one."""
+One server and one browser page serve the tests over the prepared runs (each test loads the
+dashboard afresh: nothing ticked); the tests that need a page of their own (network routing, an
+empty store) open one."""
 import json
 import re
 import socket
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 
 import numpy as np
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from tests.ui.browser import ARTIFACTS, browser_page, cut_cells, page_text
 from tests.ui.conftest import server_errors, start_server
@@ -25,10 +25,13 @@ from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 
-# every figure of the page's Bokeh documents: its title, ranges, whether it is shown, the finite
-# extent of the data its visible glyphs draw, and the labels its legends show
+# every figure on the page now (a figure of a tab that is not open, which the page's Bokeh document
+# still holds with the data it had when the tab closed, is left out): its title, ranges, whether it
+# is shown, the finite extent of the data its visible glyphs draw, and the labels its legends show
 FIGURES_JS = """() => {
   const out = [];
+  const onPage = (m) => { const view = Bokeh.index.find_one(m);
+    return view != null && view.el.isConnected && view.el.getClientRects().length > 0; };
   const extent = (values) => {
     let lo = Infinity, hi = -Infinity;
     const walk = (v) => { if (v == null) return;
@@ -36,9 +39,8 @@ FIGURES_JS = """() => {
       if (typeof v !== 'string' && v.length !== undefined) for (const x of v) walk(x); };
     walk(values); return [lo, hi];
   };
-  const shown = (el) => el == null || el.offsetParent !== null || el.getClientRects().length > 0;
   for (const doc of Bokeh.documents) for (const m of doc.all_models) {
-    if (!(m.x_range && m.y_range && m.renderers && m.title)) continue;
+    if (!(m.x_range && m.y_range && m.renderers && m.title) || !onPage(m)) continue;
     const xs = [], ys = [];
     for (const r of m.renderers) {
       if (!r.visible || !r.data_source || !r.glyph) continue;
@@ -166,7 +168,10 @@ def runs(tmp_path_factory):
              RunSpec(**narrow, solver="memoir", params={"lam": 1e-4, "epochs": 2}, name="narrow-memoir"),
              RunSpec(**narrow, solver="memoir", params={"lam": 1e-4, "epochs": 2, "oracle": "hnsw"},
                      name="narrow-memoir-hnsw"),
-             *(RunSpec(**narrow, solver="ldgs", params={"gradient": g, "epochs": 2, "dim": 8, "blocks": 2},
+             # LDGS's diagnostics (exact scores, both searches, gradient errors on a sample) cost most
+             # of its time: four records an epoch on a 100-row sample draw every figure just as well
+             *(RunSpec(**narrow, solver="ldgs", params={"gradient": g, "epochs": 2, "dim": 8, "blocks": 2,
+                                                        "records_per_epoch": 4, "sample_size": 100},
                        name=f"ldgs-{g}") for g in ("exact", "decomp"))]
     ids = [launch(spec.validate(), store) for spec in specs]
     for run in ids:
@@ -188,35 +193,22 @@ def page_server(runs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def opened(page_server):
-    """One page over the prepared runs for the module's tests (a page load costs seconds)."""
+    """One browser page for the module's tests, each of which loads the dashboard in it afresh
+    (closed before the server stops)."""
     with browser_page(1440, 900) as (page, errors):
-        _open(page, page_server)
         yield page, errors
 
 
 @pytest.fixture
-def page(opened):
-    """The module's page with nothing ticked, the live plots open and its console errors so far
-    checked; the test's own errors are checked after it."""
+def page(opened, page_server):
+    """The dashboard freshly loaded over the prepared runs: nothing ticked, the live plots open,
+    the controls at their defaults, the console errors so far checked; the test's own errors are
+    checked after it. (A new load costs less than unticking the last test's runs one by one, each
+    untick redrawing every figure, and leaves no figure of an earlier test in the page.)"""
     page, errors = opened
     assert errors == []
-    for _ in _pages(page):  # untick what is ticked, page by page (a locator that is resolved anew each
-        # time: the table may draw its rows again meanwhile)
-        ticked = page.locator(".tabulator-row input[type=checkbox]:checked")
-        for _ in range(20):
-            if not ticked.count():
-                break
-            ticked.first.click()
-            page.wait_for_timeout(300)
-    for _ in _pages(page):  # back to the first page (the newest runs)
-        break
-    try:
-        page.get_by_text("runs shown: 0,").wait_for(timeout=10000)
-    except PlaywrightTimeout:  # the server kept a tick the page dropped (a safety net: rows no longer move
-        # under a tick, see test_a_tick_sticks_to_its_run_while_new_runs_arrive): start afresh
-        _open(page, page.url)
-        page.get_by_text("runs shown: 0,").wait_for(timeout=30000)
-    page.get_by_text("Live plots", exact=True).click()
+    _open(page, page_server)
+    page.get_by_text("runs shown: 0,").wait_for(timeout=30000)
     yield page
     assert errors == []
 
@@ -462,9 +454,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     for name, on in (("wide-zero", False), ("narrow-msi", False), ("narrow-memoir-hnsw", True)):
         _tick(page, name, on)
     both = {"narrow-memoir", "narrow-memoir-hnsw"}  # a MEMOIR oracle comparison: exact against HNSW
-    # the live plots (the closed Per label tab's figures are brought up to date when it opens)
-    live = lambda figs: [f for f in figs if "positives" not in f["title"]]  # noqa: E731
-    memoir = live(_until(page, lambda figs: live(figs) and all(set(f["labels"]) == both for f in live(figs))))
+    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) == both for f in figs))
     assert all(set(f["labels"]) == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
                                                            if set(f["labels"]) != both]
     assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
@@ -651,15 +641,17 @@ def test_a_refused_parameter_is_shown_and_blocks_compare(page, runs):
                         ("abc", "C must be a number, not 'abc'")):
         field.fill(typed)
         field.press("Enter")
-        page.get_by_text(says).wait_for(timeout=10000)  # the parameter's message, beside it
-        assert compare.is_disabled() and field.input_value() == typed  # blocked, and not replaced
+        # the parameter's message beside it, then the button's state: two updates, each in its own message
+        page.get_by_text(says).wait_for(timeout=30000)
+        expect(compare).to_be_disabled(timeout=30000)
+        assert field.input_value() == typed  # blocked, and not replaced
         compare.click(force=True)
         page.wait_for_timeout(500)
         assert len(RunStore(root / "home").list()) == before
     field.fill("2")
     field.press("Enter")
-    page.get_by_text("C must be a number").wait_for(state="hidden", timeout=10000)
-    assert compare.is_enabled()
+    page.get_by_text("C must be a number").wait_for(state="hidden", timeout=30000)
+    expect(compare).to_be_enabled(timeout=30000)
 
 
 def test_no_request_leaves_the_server_in_a_launch_watch_export_workflow(page_server, runs, tmp_path):
@@ -696,6 +688,10 @@ def test_no_request_leaves_the_server_in_a_launch_watch_export_workflow(page_ser
         page.get_by_text("runs shown: 1, ticked").wait_for(timeout=30000)
         _tick(page, "narrow-zero")
         page.get_by_text("runs shown: 2, ticked").wait_for(timeout=30000)
+        page.get_by_text("Per label", exact=True).click()  # and opened again, their components drawn anew
+        _until(page, lambda figs: any("positives" in f["title"] and f["labels"] == ["narrow-zero"] for f in figs))
+        page.get_by_text("Label inspector", exact=True).click()
+        page.get_by_label("Label", exact=True).wait_for(timeout=30000)
         for button in ("Report (HTML)", "Records (CSV, JSON)"):
             with page.expect_download() as download:
                 page.get_by_text(button).click()
@@ -722,8 +718,7 @@ def test_first_visit_explains_and_offers_the_example(tmp_path):
         assert sorted(r["name"] for r in rows) == ["bibtex-msi", "bibtex-zero"]
         assert {json.loads(r["spec"])["params"]["init"] for r in rows} == {"zero", "msi"}
         for row in rows:
-            subprocess.run([sys.executable, "-m", "xcviz.cli", "cancel", row["id"], "--home", str(home)],
-                           capture_output=True)
+            assert xcviz(["cancel", row["id"], "--home", str(home)]) == 0
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -59,13 +59,27 @@ class Dashboard:
         self._opened = False
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
-        # Panel takes a closed tab's components out of the page, and updating them there sends
-        # stylesheets linking Panel's CDN: only the open tab's texts and widgets are kept up to date
-        # (figures always are); opening a tab brings its own up to date
-        self.tabs = pn.Tabs(("Live plots", self.plots.panel()), ("Per label", self.positives.panel()),
-                            ("Label inspector", self.inspector.panel()), ("Workers", self.workers.panel()),
-                            sizing_mode="stretch_width", dynamic=True)
-        self.tabs.param.watch(locked(lambda _e: self.show()), "active")
+        # only the open tab's components are on the page (updating those of a closed tab there sends
+        # stylesheets linking Panel's CDN), and only its texts and widgets are kept up to date (the
+        # live plots' and per-label figures always are). Opening a tab brings its components up to
+        # date first, then puts them on the page: they arrive drawn, in the one message that adds
+        # them (with Panel's dynamic tabs they arrived as last drawn and were updated a tick later,
+        # in messages that could overtake the one adding them: "reference pNNNN isn't known")
+        self._tab_views = [self.plots.panel(), self.positives.panel(), self.inspector.panel(), self.workers.panel()]
+        self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in self._tab_views]
+        self.tabs = pn.Tabs(*zip(("Live plots", "Per label", "Label inspector", "Workers"), self._tab_slots),
+                            sizing_mode="stretch_width")
+        self.tabs.param.watch(locked(lambda _e: self._open_tab()), "active")
+        self._open_tab()
+
+    def _open_tab(self) -> None:
+        """Bring the open tab's components up to date while they are off the page, then put them
+        in its slot (and take the closed tabs' out of theirs)."""
+        self.show()
+        for index, (slot, view) in enumerate(zip(self._tab_slots, self._tab_views)):
+            objects = [view] if index == self.tabs.active else []
+            if slot.objects != objects:
+                slot.objects = objects
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; errors show in the page."""

@@ -21,7 +21,7 @@ from bokeh.plotting import figure
 from ..runs.costmodel import BANDWIDTH, TASK_OVERHEAD, WORKERS, predict_makespan
 from ..runs.launcher import FINAL
 from ..runs.store import RunStore
-from .figures import PALETTE, style_legend
+from .figures import run_color, style_legend
 
 _EMPTY = {k: [] for k in ("lane", "left", "right", "run", "worker", "task", "labels", "seconds", "bytes", "color")}
 
@@ -81,7 +81,7 @@ class WorkersView:
         """Show the task timelines of these runs (ids, with their store rows)."""
         several = len(shown) > 1
         parts, lanes, tables = [], [], []
-        for i, run in enumerate(shown):
+        for run in shown:
             tasks = self._read(run, rows[run])
             if tasks.empty:
                 continue
@@ -92,7 +92,7 @@ class WorkersView:
             parts.append(pd.DataFrame({"lane": lane, "left": tasks["start"] - t0, "right": tasks["end"] - t0,
                                        "run": name, "worker": tasks["worker"], "task": tasks["task"],
                                        "labels": tasks["labels"], "seconds": tasks["seconds"], "bytes": tasks["bytes"],
-                                       "color": PALETTE[i % len(PALETTE)]}))
+                                       "color": run_color(rows[run])}))  # the run's colour everywhere
             summary = lane_summary(tasks)
             tables.append(f"<b>{html.escape(name)}</b>" + summary.to_html(
                 index=False, border=0, classes="xc", float_format=lambda v: f"{v:.3g}", escape=True))
