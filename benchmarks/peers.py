@@ -242,8 +242,8 @@ def render(results: dict | None, repeats: int, load: str) -> list[str]:
               "which leaves out the OvA-Primal vector), napkinXC's `fit` (BR, l2 loss, C 1, eps 0.01, threshold "
               "0.01) and omikuji's `train_on_data` (defaults; it reads its file inside the call), "
               f"{PY_PEER_RUNS} run(s) each. "
-              f"P@1/3/5 on the test split. Machine load (1/5/15 min) at the end: {load}; other agents' jobs shared its "
-              "2 cores, so the seconds are noisy and the same-run ratios are what to read.", ""]
+              f"P@1/3/5 on the test split. Machine load (1/5/15 min) at the end: {load}; above about 2 (its own contenders), other jobs shared its "
+              "2 cores and only the same-run ratios mean much.", ""]
     for name, rows in results.items():
         lines += [f"### {name}", "",
                   "| init | xcviz s | DiSMEC++ s | xcviz speed-up (DiSMEC++ s / xcviz s) | xcviz P@1/3/5 | DiSMEC++ P@1/3/5 | xcviz runs | DiSMEC++ runs |",

@@ -256,7 +256,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             rows = bench_dataset(dataset, repeats)
             lines = dataset_table(dataset, rows, f"Rerun alone (`--only dismec`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                                   f"medians of {repeats}, load average (1 / 5 / 15 min) {load_before} before and "
-                                  f"{_load()} after (other jobs on the machine): compare rows of this table only; the Targets "
+                                  f"{_load()} after (above about 2, other jobs shared the machine): compare rows of this table only; the Targets "
                                   "table below is from the last full `make bench`.")
             old = out.read_text()
             start = old.index(f"\n## {dataset}\n") + 1

@@ -38,8 +38,9 @@ from llvmlite.binding import ffi
 from numba.core import caching, config, dispatcher
 from numba.core.runtime import nrt, nrtdynmod
 
-_numba_load_overload = caching.Cache.load_overload
-_numba_init_hook = dispatcher.Dispatcher._compilation_chain_init_hook
+# numba's originals (None where a numba version lacks one: `install` then leaves that path alone)
+_numba_load_overload = getattr(caching.Cache, "load_overload", None)
+_numba_init_hook = getattr(dispatcher.Dispatcher, "_compilation_chain_init_hook", None)
 _numba_compile = dispatcher.Dispatcher.compile
 VECTORISED = ("xcviz.engine.newton",)  # modules whose kernels compile with the SLP vectoriser
 
@@ -129,7 +130,12 @@ def _compile(self, sig):
 
 
 def install() -> None:
-    """Route numba's cache loads and compilations through this module's versions (idempotent)."""
-    caching.Cache.load_overload = _load_overload
-    dispatcher.Dispatcher._compilation_chain_init_hook = _compilation_chain_init_hook
-    dispatcher.Dispatcher.compile = _compile
+    """Route numba's cache loads and compilations through this module's versions (idempotent).
+    Each shortcut is installed only where this numba has what it replaces, so another numba
+    version loses the shortcut, not the kernels."""
+    if _numba_load_overload is not None and hasattr(caching.Cache, "_load_overload"):
+        caching.Cache.load_overload = _load_overload
+    if _numba_init_hook is not None:
+        dispatcher.Dispatcher._compilation_chain_init_hook = _compilation_chain_init_hook
+    if hasattr(config, "SLP_VECTORIZE"):
+        dispatcher.Dispatcher.compile = _compile
