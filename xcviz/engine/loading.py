@@ -84,13 +84,15 @@ def _initialize_runtime(target_context, folder: str) -> None:
 
 def _write(path: str, payload: bytes) -> None:
     """Write a whole file or nothing (concurrent processes may write the same one)."""
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
         os.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # an unwritable cache folder: the next process compiles the module again
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _load_overload(self, sig, target_context):
