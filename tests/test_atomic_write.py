@@ -1,7 +1,8 @@
 """xcviz.atomic_write: a write happens whole or not at all. A writer that raises (KeyboardInterrupt
 too), a rename that fails and a process SIGKILLed midway all leave the previous file intact; the
 failures a process survives leave no temporary file behind and raise the original error; the new
-file's permissions are the ones asked for; the folder is fsynced after the rename."""
+file's permissions are the ones asked for; the folder is fsynced after the rename; a sharded
+folder's parts are synced before its manifest appears."""
 import os
 import signal
 import stat
@@ -12,6 +13,9 @@ import time
 import pytest
 
 from xcviz.atomic_write import write_atomic
+from xcviz.data.dataset import Dataset
+from xcviz.data.shards import MANIFEST, write_shards
+from xcviz.data.synthetic import generate
 
 
 def _leftovers(folder, keep=("target",)):
@@ -96,6 +100,9 @@ def test_the_file_and_then_its_folder_are_fsynced(tmp_path, monkeypatch):
 _STOPS_HALFWAY = """
 import os, sys, time
 from xcviz.atomic_write import write_atomic
+from xcviz.data.dataset import Dataset
+from xcviz.data.shards import MANIFEST, write_shards
+from xcviz.data.synthetic import generate
 def half(f):
     f.write(b"N" * 1_000_000)
     f.flush()
@@ -111,6 +118,9 @@ write_atomic(sys.argv[1], half)
 _REWRITER = """
 import sys
 from xcviz.atomic_write import write_atomic
+from xcviz.data.dataset import Dataset
+from xcviz.data.shards import MANIFEST, write_shards
+from xcviz.data.synthetic import generate
 path, ready = sys.argv[1], sys.argv[2]
 contents = [bytes([65 + k]) * 4_000_000 for k in range(2)]
 k = 0
@@ -156,3 +166,27 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_file_or_the_new_one_whole(
     leftovers = _kill_when_ready(tmp_path, _REWRITER, delay)
     assert (tmp_path / "target").read_bytes() in (b"A" * 4_000_000, b"B" * 4_000_000)
     assert all(name.startswith(".target.") and name.endswith(".tmp") for name in leftovers)
+
+
+def test_a_sharded_folder_syncs_its_parts_before_its_manifest_appears(tmp_path, monkeypatch):
+    """write_shards: every part file is fsynced before the manifest is renamed into place, so after
+    a power cut a manifest never names a part that was still only in the page cache."""
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def recording_fsync(fd):
+        events.append(("fsync", os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))))
+        real_fsync(fd)
+
+    def recording_replace(src, dst):
+        events.append(("replace", os.path.basename(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "replace", recording_replace)
+    data = generate(40, 10, 3, avg_labels=1.5, avg_nnz=4, seed=1)
+    shards = write_shards(data, tmp_path / "s", 3, test=Dataset(X=data.X[:5], Y=data.Y[:5]))
+    parts = {p["file"] for p in shards.parts + shards.test_parts}
+    assert len(parts) == 6
+    manifest_in_place = events.index(("replace", MANIFEST))
+    assert {name for kind, name in events[:manifest_in_place] if kind == "fsync"} >= parts

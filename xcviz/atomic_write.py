@@ -52,6 +52,22 @@ def write_atomic(path: str | os.PathLike, content: Content, *, mode: int | None 
     _fsync_folder(folder)
 
 
+def sync_files(paths) -> None:
+    """fsync files written by other means (then their folders once each), before a write_atomic
+    that refers to them: after a power cut, a manifest written last then names only whole files."""
+    folders = set()
+    for path in paths:
+        path = os.fspath(path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        folders.add(os.path.dirname(path) or os.curdir)
+    for folder in sorted(folders):
+        _fsync_folder(folder)
+
+
 def _fsync_folder(folder: str) -> None:
     """Make a rename in `folder` durable, where the platform and the file system can (POSIX;
     some file systems refuse to fsync a folder, which leaves the rename done but not yet synced)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic_write import write_atomic
+from ..atomic_write import sync_files, write_atomic
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import max_size, read_xc, write_xc
@@ -192,7 +192,7 @@ def open_shards(folder: str | os.PathLike) -> Shards:
 def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Dataset | None = None) -> Shards:
     """Write `train` as `parts` contiguous, near-equal XC parts (and `test` likewise, in as many
     parts or one per row if fewer) into the new or empty `folder`; the manifest is written last,
-    so a folder without one is no data set."""
+    whole, after the parts are synced, so a folder without one is no data set, even after a power cut."""
     folder = Path(folder)
     if not 1 <= parts <= min(MAX_PARTS, max(train.n, 1)):
         raise ValueError(f"--parts must be from 1 to {min(MAX_PARTS, max(train.n, 1))} (the rows), got {parts}")
@@ -204,6 +204,7 @@ def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Da
     meta = {"format": FORMAT, "version": 1, "name": train.name or folder.name, "n_rows": train.n,
             "n_features": train.n_features, "n_labels": train.n_labels, "parts": entries,
             "test_parts": test_entries or None, "test": None}
+    sync_files(folder / e["file"] for e in entries + test_entries)  # the parts on disk before the manifest
     # as readable as the parts beside it (the helper's temporary file is owner-only)
     write_atomic(folder / MANIFEST, (json.dumps(meta, indent=1) + "\n").encode("utf-8"), mode=0o644)
     return open_shards(folder)
