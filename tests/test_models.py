@@ -1,5 +1,6 @@
 """SparseModel: top-k prediction against a dense brute force, save/load, bad folders."""
 import json
+import stat
 
 import numpy as np
 import pytest
@@ -53,6 +54,25 @@ def test_save_load_round_trip(tmp_path):
     assert back.normalize is False and back.params == model.params
     X = sp.random(10, 50, density=0.2, random_state=rng, format="csr")
     np.testing.assert_array_equal(back.predict_topk(X, 3)[0], model.predict_topk(X, 3)[0])
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_save_that_fails_keeps_the_previous_model_private_and_no_temporary(tmp_path, monkeypatch, error):
+    rng = np.random.default_rng(3)
+    old = _random_model(rng)
+    folder = old.save(tmp_path / "m")
+    assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}  # as mkstemp made them
+
+    def fail_midway(file, **arrays):
+        file.write(b"PK\x03\x04 half a zip")
+        raise error
+
+    monkeypatch.setattr(np, "savez_compressed", fail_midway)
+    with pytest.raises(type(error)):
+        _random_model(rng).save(folder)
+    kept = SparseModel.load(folder)
+    assert (kept.weights != old.weights).nnz == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["model.json", "weights.npz"]
 
 
 def test_load_names_what_is_wrong(tmp_path):

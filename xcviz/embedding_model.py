@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .atomic_write import write_atomic
 from .engine.ldgs import forward
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
@@ -86,14 +87,15 @@ class EmbeddingModel:
         return labels, scores
 
     def save(self, folder: str | Path) -> Path:
-        """Write the model folder (created if needed) and return its path."""
+        """Write the model folder (created if needed) and return its path; each file whole or not at
+        all, as SparseModel.save (xcviz.atomic_write)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(folder / "embedding.npz", V=self.V, W=self.W)
+        write_atomic(folder / "embedding.npz", lambda f: np.savez_compressed(f, V=self.V, W=self.W))
         meta = {"format_version": FORMAT_VERSION, "kind": "embedding", "solver": self.solver, "tanh": self.tanh,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}
-        (folder / "model.json").write_text(json.dumps(meta, indent=2, default=_json_default))
+        write_atomic(folder / "model.json", json.dumps(meta, indent=2, default=_json_default).encode())
         return folder
 
     @classmethod

@@ -6,10 +6,7 @@ preprocessing, so `predict_topk` takes raw rows exactly as the training data was
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -18,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .atomic_write import write_atomic
 from .engine.predict import predict_topk as _predict_topk_kernel
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
@@ -98,14 +96,14 @@ class SparseModel:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         w = self.weights.tocsr()
-        _write_atomic(folder / "weights.npz", lambda f: np.savez_compressed(
+        write_atomic(folder / "weights.npz", lambda f: np.savez_compressed(
             f, indptr=w.indptr, indices=w.indices, data=w.data, shape=np.array(w.shape),
             bias_weights=self.bias_weights))
         meta = {"format_version": FORMAT_VERSION, "solver": self.solver, "bias": self.bias,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}
         text = json.dumps(meta, indent=2, default=_json_default).encode()
-        _write_atomic(folder / "model.json", lambda f: f.write(text))
+        write_atomic(folder / "model.json", text)
         return folder
 
     @classmethod
@@ -138,26 +136,6 @@ class SparseModel:
         return cls(weights=weights, bias_weights=bias_weights, bias=float(meta["bias"]),
                    normalize=bool(meta["normalize"]), solver=meta["solver"], params=meta.get("params", {}),
                    info=meta.get("info", {}))
-
-
-def _write_atomic(path: Path, write) -> None:
-    """write(file) into a temporary file beside `path`, fsync it, rename it to `path`, fsync the folder."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _json_default(obj):

@@ -4,6 +4,7 @@ import lzma
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -418,6 +419,22 @@ def test_corrupt_cache_is_rewritten(big_file, tmp_path):
 def test_unwritable_cache_is_skipped(big_file, tmp_path):
     blocker = write(tmp_path / "not_a_folder", "x")
     same(load_cached(big_file, cache_dir=blocker / "cache"), read_xc(big_file))
+
+
+def test_an_interrupted_cache_write_leaves_no_file_and_a_whole_one_is_private(big_file, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+
+    def fail_midway(file, **arrays):
+        file.write(b"PK\x03\x04 half a zip")
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(np, "savez", fail_midway)
+        same(load_cached(big_file, cache_dir=cache), read_xc(big_file))  # the unwritable cache is skipped
+    assert list(cache.iterdir()) == []
+    load_cached(big_file, cache_dir=cache)
+    (file,) = cache.iterdir()
+    assert file.suffix == ".npz" and stat.S_IMODE(file.stat().st_mode) == 0o600
 
 
 def test_cache_follows_env_and_file_changes(tmp_path, monkeypatch):

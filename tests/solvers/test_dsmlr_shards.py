@@ -6,6 +6,7 @@ the whole split's numbers, the CLI `shard` + `train` path, and a dashboard launc
 folders (a part linked from outside is refused, a changed part refuses the resume)."""
 import json
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -48,6 +49,8 @@ def test_a_sharded_folder_reads_back_the_rows_in_order(data, tmp_path):
     assert (again.X != data.X).nnz == 0 and (again.Y != data.Y).nnz == 0
     assert again.test is None and again.test_parts == [] and again.test_split() is None
     assert sh.files()[0].name == MANIFEST and len(sh.files()) == 4
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == sorted(f.name for f in sh.files())  # no temporary
+    assert stat.S_IMODE((tmp_path / "s" / MANIFEST).stat().st_mode) == 0o644  # readable as its parts
     with pytest.raises(ValueError, match="not an empty folder"):
         write_shards(data, tmp_path / "s", 2)
 

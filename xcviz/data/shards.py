@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..atomic_write import sync_files, write_atomic
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import max_size, read_xc, write_xc
@@ -189,20 +189,10 @@ def open_shards(folder: str | os.PathLike) -> Shards:
     return Shards(folder, n_rows, d, l, parts, test, name[:200], test_parts=test_parts)
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)  # as readable as the parts beside it (mkstemp makes it private)
-    os.replace(tmp, path)
-
-
 def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Dataset | None = None) -> Shards:
     """Write `train` as `parts` contiguous, near-equal XC parts (and `test` likewise, in as many
     parts or one per row if fewer) into the new or empty `folder`; the manifest is written last,
-    so a folder without one is no data set."""
+    whole, after the parts are synced, so a folder without one is no data set, even after a power cut."""
     folder = Path(folder)
     if not 1 <= parts <= min(MAX_PARTS, max(train.n, 1)):
         raise ValueError(f"--parts must be from 1 to {min(MAX_PARTS, max(train.n, 1))} (the rows), got {parts}")
@@ -214,7 +204,9 @@ def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Da
     meta = {"format": FORMAT, "version": 1, "name": train.name or folder.name, "n_rows": train.n,
             "n_features": train.n_features, "n_labels": train.n_labels, "parts": entries,
             "test_parts": test_entries or None, "test": None}
-    _atomic_text(folder / MANIFEST, json.dumps(meta, indent=1) + "\n")
+    sync_files(folder / e["file"] for e in entries + test_entries)  # the parts on disk before the manifest
+    # as readable as the parts beside it (the helper's temporary file is owner-only)
+    write_atomic(folder / MANIFEST, (json.dumps(meta, indent=1) + "\n").encode("utf-8"), mode=0o644)
     return open_shards(folder)
 
 

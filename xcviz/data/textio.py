@@ -17,7 +17,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, fields
@@ -27,6 +26,7 @@ from typing import Iterable, Sequence, TextIO
 import numpy as np
 import scipy.sparse as sp
 
+from xcviz.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.errors import DatasetFormatError
 
@@ -490,20 +490,12 @@ def _load_cache(file: Path, path: str | os.PathLike, name: str) -> Dataset | Non
 
 
 def _store_cache(file: Path, ds: Dataset) -> None:
-    """Write the cache atomically (temp file + rename); an unwritable cache is skipped."""
+    """Write the cache whole or not at all (xcviz.atomic_write); an unwritable cache is skipped."""
     arrays = {f"{m}_{a}": getattr(getattr(ds, m), a) for m in "XY" for a in ("data", "indices", "indptr")}
     arrays.update(X_shape=np.array(ds.X.shape), Y_shape=np.array(ds.Y.shape))
-    tmp = None
-    try:
+    with contextlib.suppress(OSError):
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(tmp, file)
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        write_atomic(file, lambda out: np.savez(out, **arrays))
 
 
 def load_cached(

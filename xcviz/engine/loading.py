@@ -27,16 +27,18 @@ reordering any sum, so the results are bitwise those of the scalar code (tests/e
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
-import tempfile
 
 import llvmlite
 import numba
 from llvmlite.binding import ffi
 from numba.core import caching, config, dispatcher
 from numba.core.runtime import nrt, nrtdynmod
+
+from ..atomic_write import write_atomic
 
 # numba's originals (None where a numba version lacks one: `install` then leaves that path alone)
 _numba_load_overload = getattr(caching.Cache, "load_overload", None)
@@ -83,16 +85,10 @@ def _initialize_runtime(target_context, folder: str) -> None:
 
 
 def _write(path: str, payload: bytes) -> None:
-    """Write a whole file or nothing (concurrent processes may write the same one)."""
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-        os.replace(tmp, path)
-    except OSError:  # an unwritable cache folder: the next process compiles the module again
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write a whole file or nothing (concurrent processes may write the same one); an unwritable
+    cache folder is skipped: the next process compiles the module again."""
+    with contextlib.suppress(OSError):
+        write_atomic(path, payload)
 
 
 def _load_overload(self, sig, target_context):

@@ -1,0 +1,83 @@
+"""Whole-or-nothing file writes: the one helper every xcviz writer of a stored file uses.
+
+The content goes to a temporary file in the target's own folder (so the rename stays on one file
+system and is atomic), is flushed and fsynced, renamed over the target with os.replace, and the
+folder is fsynced so the rename itself survives a power cut. A reader therefore sees the previous
+file or the new one, whole, never a torn one, even when the writing process is killed (SIGKILL)
+midway. On any failure, KeyboardInterrupt included, the temporary file is removed and the
+original exception propagates unchanged.
+
+A leaf module: it imports nothing from xcviz, so xcviz.engine (kernel loading) can use it too.
+(Not to be confused with xcviz/engine/atomic.py, an LLVM fetch-and-add for numba kernels.)
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from typing import BinaryIO, Callable, Union
+
+Content = Union[bytes, Callable[[BinaryIO], object]]
+
+TEMP_SUFFIX = ".tmp"
+
+
+def write_atomic(path: str | os.PathLike, content: Content, *, mode: int | None = None) -> None:
+    """Replace `path` by `content` whole or not at all.
+
+    content: the bytes to write, or a callable that writes them into the binary file object it is
+    given (np.savez, pickle.dump, ...). mode: the new file's permission bits; None keeps the
+    temporary file's owner-only 0o600. The temporary file is `.<name>.<random>.tmp` beside `path`.
+    """
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    folder = folder or os.curdir
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+    try:
+        with open(fd, "wb") as f:
+            if callable(content):
+                content(f)
+            else:
+                f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+def sync_files(paths) -> None:
+    """fsync files written by other means (then their folders once each), before a write_atomic
+    that refers to them: after a power cut, a manifest written last then names only whole files."""
+    folders = set()
+    for path in paths:
+        path = os.fspath(path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        folders.add(os.path.dirname(path) or os.curdir)
+    for folder in sorted(folders):
+        _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a rename in `folder` durable, where the platform and the file system can (POSIX;
+    some file systems refuse to fsync a folder, which leaves the rename done but not yet synced)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
