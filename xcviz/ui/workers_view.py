@@ -66,6 +66,7 @@ class WorkersView:
         self.timeline.xaxis.axis_label = "seconds since the run's first block started"
         self.timeline.title.text_font_size = "11px"
         self.table = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._drawn: tuple | None = None  # what the timeline shows: (run, name, colour, blocks) per shown run
 
     def _read(self, run: str, row: dict) -> pd.DataFrame:
         if run not in self._complete or row["status"] not in FINAL:
@@ -78,11 +79,18 @@ class WorkersView:
         return self.tasks.get(run, pd.DataFrame())
 
     def update(self, rows: dict[str, dict], shown: list[str]) -> None:
-        """Show the task timelines of these runs (ids, with their store rows)."""
+        """Show the task timelines of these runs (ids, with their store rows). Nothing is sent to the
+        page when no shown run has new blocks and the runs, names and colours are those drawn (the
+        dashboard calls this on every tick while the tab is open)."""
         several = len(shown) > 1
+        read = {run: self._read(run, rows[run]) for run in shown}
+        drawn = tuple((run, rows[run]["name"], run_color(rows[run]), len(read[run])) for run in shown)
+        if drawn == self._drawn:
+            return
+        self._drawn = drawn
         parts, lanes, tables = [], [], []
         for run in shown:
-            tasks = self._read(run, rows[run])
+            tasks = read[run]
             if tasks.empty:
                 continue
             name = rows[run]["name"]
@@ -109,6 +117,7 @@ class WorkersView:
         for store in (self.tasks, self._seen):
             store.pop(run, None)
         self._complete.discard(run)
+        self._drawn = None
 
     def figures(self) -> list:
         return [self.timeline]
