@@ -190,3 +190,17 @@ def test_a_sharded_folder_syncs_its_parts_before_its_manifest_appears(tmp_path, 
     assert len(parts) == 6
     manifest_in_place = events.index(("replace", MANIFEST))
     assert {name for kind, name in events[:manifest_in_place] if kind == "fsync"} >= parts
+
+
+def test_a_killed_writers_old_temporary_file_is_removed_by_the_next_write(tmp_path):
+    target = tmp_path / "target"
+    old, young, other = (tmp_path / ".target.abc.tmp", tmp_path / ".target.def.tmp", tmp_path / ".other.ghi.tmp")
+    for p in (old, young, other):
+        p.write_bytes(b"half")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    os.utime(other, (two_hours_ago, two_hours_ago))
+    write_atomic(target, b"whole")
+    assert target.read_bytes() == b"whole"
+    # the hour-old one of this target goes; a young one (a write in progress) and another file's stay
+    assert _leftovers(tmp_path) == [".other.ghi.tmp", ".target.def.tmp"]

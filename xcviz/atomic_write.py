@@ -16,11 +16,13 @@ import contextlib
 import errno
 import os
 import tempfile
+import time
 from typing import BinaryIO, Callable, Union
 
 Content = Union[bytes, Callable[[BinaryIO], object]]
 
 TEMP_SUFFIX = ".tmp"
+STALE_SECONDS = 3600  # a temporary file this old is a killed writer's: no live write takes an hour
 
 
 def write_atomic(path: str | os.PathLike, content: Content, *, mode: int | None = None) -> None:
@@ -28,11 +30,13 @@ def write_atomic(path: str | os.PathLike, content: Content, *, mode: int | None 
 
     content: the bytes to write, or a callable that writes them into the binary file object it is
     given (np.savez, pickle.dump, ...). mode: the new file's permission bits; None keeps the
-    temporary file's owner-only 0o600. The temporary file is `.<name>.<random>.tmp` beside `path`.
+    temporary file's owner-only 0o600. The temporary file is `.<name>.<random>.tmp` beside `path`;
+    those of earlier writers of `path` killed midway (SIGKILL leaves them) are removed once an hour old.
     """
     path = os.fspath(path)
     folder, name = os.path.split(path)
     folder = folder or os.curdir
+    _remove_stale(folder, name)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
     try:
         with open(fd, "wb") as f:
@@ -66,6 +70,19 @@ def sync_files(paths) -> None:
         folders.add(os.path.dirname(path) or os.curdir)
     for folder in sorted(folders):
         _fsync_folder(folder)
+
+
+def _remove_stale(folder: str, name: str) -> None:
+    """Remove the temporary files `.<name>.*.tmp` in `folder` older than STALE_SECONDS (left by
+    writers of the same file that were killed); younger ones may belong to a write in progress."""
+    prefix, now = f".{name}.", time.time()
+    with contextlib.suppress(OSError):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX):
+                    with contextlib.suppress(OSError):
+                        if now - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS:
+                            os.unlink(entry.path)
 
 
 def _fsync_folder(folder: str) -> None:
