@@ -64,6 +64,32 @@ def cluster():
     client.close()
 
 
+def _worker_state(dask_worker):
+    import os
+    import sys
+
+    import dask
+
+    return {"profiler": dask.config.get("distributed.worker.profile.enabled"),
+            "malloc_trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"), "omp": os.environ.get("OMP_NUM_THREADS"),
+            "tick": dask.config.get("distributed.admin.tick.interval"),
+            "plugin": "xcviz-import-solvers" in dask_worker.plugins,
+            "solvers": all(m in sys.modules for m in ("xcviz.solvers.dismec", "xcviz.solvers.ppdsparse"))}
+
+
+def test_a_local_cluster_runs_quiet_with_the_solvers_imported(cluster):
+    """xcviz's local clusters: no Dask profiler sampling the workers, glibc's adaptive malloc (no
+    MALLOC_TRIM_THRESHOLD_), numpy's libraries still on one thread, a 1 s event-loop tick; and the
+    solvers imported on every worker by the plugin registered when the cluster started (so a run's
+    first tasks do not import them inside train_seconds). First to use the cluster: no task has run on it."""
+    client, _ = cluster
+    states = client.run(_worker_state)
+    assert len(states) == 2
+    for state in states.values():
+        assert state == {"profiler": False, "malloc_trim": None, "omp": "1", "tick": "1s", "plugin": True,
+                         "solvers": True}
+
+
 @pytest.mark.parametrize("fit, params", [(fit_ppdsparse, PPDSparseParams()), (fit_dismec, DismecParams(init="ovap"))],
                          ids=["ppdsparse", "dismec-ovap"])
 def test_solvers_on_a_local_cluster_match_threads(bibtex, cluster, fit, params):
