@@ -90,6 +90,23 @@ def test_a_local_cluster_runs_quiet_with_the_solvers_imported(cluster):
                          "solvers": True}
 
 
+def test_workers_that_cannot_import_the_solvers_fail_the_connection(monkeypatch):
+    """A scheduler whose workers lack what xcviz's tasks import: connect fails at once with a
+    ClusterError naming the address and the missing module (workers in this process, so the
+    plugin's module list can be replaced)."""
+    from distributed import LocalCluster
+
+    from xcviz.runs import worker_setup
+    from xcviz.runs.cluster import ClusterError
+
+    monkeypatch.setattr(worker_setup, "WORKER_IMPORTS", ("xcviz.solvers.no_such_solver",))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as local:
+        with pytest.raises(ClusterError, match="cannot import xcviz's solvers .*no_such_solver") as err:
+            connect(parse_cluster(local.scheduler_address))
+        assert local.scheduler_address in str(err.value)
+
+
 @pytest.mark.parametrize("fit, params", [(fit_ppdsparse, PPDSparseParams()), (fit_dismec, DismecParams(init="ovap"))],
                          ids=["ppdsparse", "dismec-ovap"])
 def test_solvers_on_a_local_cluster_match_threads(bibtex, cluster, fit, params):

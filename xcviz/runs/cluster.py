@@ -152,14 +152,11 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
     from .worker_setup import ImportSolvers
 
     try:  # the solvers imported on every worker now (cluster_start_seconds), not in the first tasks
-        answers = client.register_plugin(ImportSolvers())
+        client.register_plugin(ImportSolvers())
     except Exception as exc:
-        answers = {"": {"status": "error", "exception_text": f"{type(exc).__name__}: {exc}"}}
-    failed = [a.get("exception_text", "") for a in (answers or {}).values() if a.get("status") != "OK"]
-    if failed:
         client.close()
         raise ClusterError(f"the Dask workers at {choice.address or choice.text} cannot import xcviz's solvers "
-                           f"(is xcviz installed where they run?): {failed[0]}")
+                           f"(is xcviz installed where they run?): {type(exc).__name__}: {exc}") from None
     n_workers = len(client.scheduler_info()["workers"])
     info = ClusterInfo(choice.text, n_workers, task_threads(choice, threads), round(time.monotonic() - t0, 4),
                        client.dashboard_link if choice.kind == "local" else None)
