@@ -105,6 +105,10 @@ def section(repeats: int = 3) -> list[str]:
             lines.append(f"| {name} | {c} | {med:.2f} | {paired:.3f} | {med / statistics.median(base):.3f} | "
                          f"{rows[c].get('blocks', '')} | {statistics.median(rows[c]['scatter']):.3f} | "
                          f"{rows[c]['start']:.2f} | {'' if c == 'threads' else f'<= {1 + target:.2f}'} | {met} |")
+    lines += [""] + [f"- {name}, each repeat's ratios to threads: " + "; ".join(
+        f"{c} " + " ".join(f"{t / b:.2f}" for t, b in zip(rows[c]["seconds"], rows["threads"]["seconds"]))
+        for c in CONTENDERS[1:]) + " (threads: " + " ".join(f"{t:.2f}" for t in rows["threads"]["seconds"]) + " s)"
+        for name, rows in results.items()]
     lines += ["", f"Section written in {time.time() - t0:.0f} s; load average {load[0]:.1f} at its start, "
               f"{os.getloadavg()[0]:.1f} at its end (2 cores)."]
     return lines
