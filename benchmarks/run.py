@@ -294,7 +294,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         end = next(old.index(h) for h in ("## Dask\n", "## Dashboard responsiveness") if h in old)
         start = old.index(lines[0]) if lines[0] in old else end
     elif name == "dask":  # benchmarks/dask_bench.py, beside this file; its section precedes the dashboard's
-        lines = __import__("dask_bench").section()
+        lines = __import__("dask_bench").section(repeats)
         end = old.index("## Dashboard responsiveness")
         start = old.index(lines[0]) if lines[0] in old else end
     else:

@@ -90,7 +90,8 @@ def test_local_cluster_run_matches_a_threads_run(tmp_path, reference):
     assert tasks["labels"].sum() == 159 and tasks["worker"].nunique() == 2
     assert tasks["worker"].str.startswith("tls://127.0.0.1:").all()
     assert (tasks["end"] >= tasks["start"]).all() and (tasks["bytes"] > 0).all()
-    assert tasks["task"].nunique() == len(tasks) == 20  # 2 workers x 16, but at least 8 labels a block
+    assert tasks["task"].nunique() == len(tasks) == 9  # guided: 40 30 23 17 13 9 8 8, the last 3 join the 8: 11
+    assert sorted(tasks["labels"], reverse=True) == [40, 30, 23, 17, 13, 11, 9, 8, 8]
     threads_tasks, _ = store.records(threads, "task")
     assert set(threads_tasks["worker"]) == {"threads:1"} and threads_tasks["labels"].sum() == 159
     page = build_report(store, [threads, dask])  # the report has the Workers timeline and the cost model

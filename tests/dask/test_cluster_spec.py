@@ -1,5 +1,5 @@
 """The `cluster` field and options: accepted forms, bounds and addresses refused with clear
-errors, the block plan of a Dask run (balanced by label frequency)."""
+errors, the block plan of a Dask run (guided sizes, stratified by label frequency)."""
 import json
 import re
 
@@ -9,7 +9,8 @@ import pytest
 from xcviz.cli import main
 from xcviz.runs.cluster import MAX_LOCAL_WORKERS, parse_cluster, task_threads
 from xcviz.runs.spec import RunSpec, SpecError
-from xcviz.solvers.distributed import balanced_blocks
+from xcviz.solvers.blocks import BlockPlan, labels_within_budget
+from xcviz.solvers.distributed import block_plan, guided_sizes, stratified_blocks
 
 
 def test_accepted_cluster_values():
@@ -67,16 +68,38 @@ def test_cli_spec_and_train_options(capsys):
         assert err.startswith("xcviz: error: ") and phrase in err and "Traceback" not in err
 
 
-def test_balanced_blocks_spread_the_head_labels():
+def test_guided_block_sizes_by_hand():
+    # 159 labels on 2 workers: a quarter of what is left each time (rounded up), at least 8; the
+    # last 3 would make a block under 8, so they join the one before
+    assert guided_sizes(159, 2, 10**6) == [40, 30, 23, 17, 13, 9, 8, 8, 11]
+    assert guided_sizes(159, 2, 25) == [25, 25, 25, 21, 16, 12, 9, 8, 8, 10]  # within the memory cap
+    assert guided_sizes(20, 1, 3) == [3, 3, 3, 3, 3, 3, 2]  # a cap below the minimum wins
+    assert guided_sizes(5, 4, 100) == [5] and guided_sizes(0, 2, 100) == []
+
+
+def test_stratified_blocks_by_hand():
+    # labels ranked 9, 8, ..., 0 (most positives first); blocks of 4, 3, 3 take the ranks at the
+    # quantiles (k + 1/2)/size: .125 .375 .625 .875 | .17 .5 .83 | .17 .5 .83, dealt in that order
+    blocks = stratified_blocks(np.arange(10), np.arange(10), [4, 3, 3])
+    assert [b.tolist() for b in blocks] == [[9, 6, 3, 0], [8, 5, 2], [7, 4, 1]]
+
+
+def test_block_plan_covers_every_label_with_even_samples_of_the_ranking():
     rng = np.random.default_rng(0)
     n_pos = np.sort(rng.zipf(1.5, 1000))[::-1].copy()
     rng.shuffle(n_pos)
     todo = np.setdiff1d(np.arange(1000), [3, 500])  # a resumed run: two labels already trained
-    blocks = balanced_blocks(todo, n_pos, 16)
-    assert len(blocks) == 16 and sorted(np.concatenate(blocks)) == list(todo)
-    assert max(b.size for b in blocks) - min(b.size for b in blocks) <= 1
-    head = todo[np.argsort(-n_pos[todo], kind="stable")][:16]
-    assert sorted(int(np.flatnonzero([h in b for b in blocks])[0]) for h in head) == list(range(16))
-    for b in blocks:  # heaviest first inside each block
-        assert (np.diff(n_pos[b]) <= 0).all()
-    assert len(balanced_blocks(todo[:3], n_pos, 16)) == 3  # never an empty block
+    plan = BlockPlan(n_features=50, dim=51, rec_len=1, iter_fields=("x",), label_fields=("x",), converged=0,
+                     first_iteration=0, bias_index=50, prune_threshold=0.0)
+    blocks = block_plan(todo, n_pos, 2, plan)
+    sizes = [b.size for b in blocks]
+    assert sizes == guided_sizes(todo.size, 2, 10**9) and sizes[0] == 250 and len(blocks) == 15
+    assert sorted(np.concatenate(blocks).tolist()) == todo.tolist()
+    rank = np.empty(1000, int)
+    rank[todo[np.argsort(-n_pos[todo], kind="stable")]] = np.arange(todo.size)
+    for b in blocks:
+        assert (np.diff(n_pos[b]) <= 0).all()  # heaviest first inside each block
+        quantile = (np.arange(b.size) + 0.5) / b.size  # its k-th label sits at that quantile of the ranking
+        assert np.abs(rank[b] - quantile * todo.size).max() <= len(blocks)
+    wide = plan._replace(dim=2**20)  # 8 MB of weights a label: 7 labels fit the 64 MB a block may hold
+    assert max(b.size for b in block_plan(todo, n_pos, 2, wide)) == labels_within_budget(2**20, 1, 1) == 7

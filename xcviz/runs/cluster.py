@@ -32,6 +32,17 @@ MAX_LOCAL_WORKERS = 64
 # kernel's data, what a Dask run sends to each worker; threads runs report it too, for the cost model)
 CLUSTER_KEYS = ("cluster", "workers", "cluster_start_seconds", "scatter_seconds", "data_bytes")
 CONNECT_TIMEOUT = 10.0      # seconds to reach a scheduler before the run fails
+# Dask settings of the local clusters xcviz starts (BENCHMARKS.md, "Dask": where a Dask run's time
+# went). Its workers and the driver share the machine's cores, so what Dask does beside the tasks
+# comes out of the training: no statistical profiler sampling every worker thread each 10 ms (the
+# Dask dashboard's Profile tab stays empty), the event loops' health tick every second rather than
+# 20 ms, memory checked every second rather than 100 ms and the system monitor every 2 s rather than
+# 0.5 s; and the workers keep glibc's adaptive malloc (Dask sets MALLOC_TRIM_THRESHOLD_=65536, which
+# also fixes the mmap threshold, so every block's fresh arrays are page-faulted in again).
+LOCAL_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "2s",
+                "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
+                                                        "OPENBLAS_NUM_THREADS": 1}}
 WORKERS_TIMEOUT = 60.0      # seconds a scheduler may take to have at least one worker
 
 _LOCAL = re.compile(r"local:(\d{1,6})(?:x(\d{1,6}))?")
@@ -112,14 +123,16 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
             workers_timeout: float = WORKERS_TIMEOUT):
     """Start the local cluster or reach the scheduler; returns (Client, ClusterInfo). Closing the
     client stops a local cluster with it. Raises ClusterError with the address and the cause."""
+    import dask
     from distributed import Client
 
     t0 = time.monotonic()
     if choice.kind == "local":
         try:  # loopback and TLS only (security=True: Security.temporary(), shared by the client and the
             # cluster it starts), the Dask dashboard on a free port; one Dask thread per worker process
-            client = Client(n_workers=choice.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                            security=True, dashboard_address="127.0.0.1:0", silence_logs=40)
+            with dask.config.set(LOCAL_CONFIG):
+                client = Client(n_workers=choice.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                security=True, dashboard_address="127.0.0.1:0", silence_logs=40)
         except Exception as exc:
             raise ClusterError(f"could not start a local cluster of {choice.workers} workers: {exc}") from None
     else:
@@ -136,6 +149,14 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
         client.close()
         raise ClusterError(f"the Dask scheduler at {choice.address or choice.text} has no workers after "
                            f"{workers_timeout:g} s; start some with `dask worker {choice.address or ''} --nthreads 1`") from None
+    from .worker_setup import ImportSolvers
+
+    try:  # the solvers imported on every worker now (cluster_start_seconds), not in the first tasks
+        client.register_plugin(ImportSolvers())
+    except Exception as exc:
+        client.close()
+        raise ClusterError(f"the Dask workers at {choice.address or choice.text} cannot import xcviz's solvers "
+                           f"(is xcviz installed where they run?): {type(exc).__name__}: {exc}") from None
     n_workers = len(client.scheduler_info()["workers"])
     info = ClusterInfo(choice.text, n_workers, task_threads(choice, threads), round(time.monotonic() - t0, 4),
                        client.dashboard_link if choice.kind == "local" else None)

@@ -4,7 +4,7 @@ finished run's per-label seconds, under the block scheduler of solvers.distribut
 Model (its assumptions, stated wherever it is drawn):
 - a label takes the seconds it took in the measured run, on one thread, wherever it runs (same
   machines, no memory-bandwidth contention between workers);
-- labels go in blocks exactly as a Dask run would cut them (balanced_blocks, block_count): the
+- labels go in blocks exactly as a Dask run would cut them (solvers.distributed.block_plan): the
   blocks are handed out in order to whichever worker is free first (greedy list scheduling, what
   Dask does with one thread per worker), each block paying `task_overhead` seconds (Dask's
   per-task cost, ~1 ms);
@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..solvers.blocks import BlockPlan
-from ..solvers.distributed import balanced_blocks, block_count
+from ..solvers.distributed import block_plan
 
 TASK_OVERHEAD = 1e-3     # seconds Dask spends per task (scheduler, serialisation, transfer of a small result)
 BANDWIDTH = 1.0e9        # bytes per second from the driver to one worker (10 Gbit/s Ethernet, roughly)
@@ -58,7 +58,7 @@ def predict_makespan(label_seconds: np.ndarray, n_pos: np.ndarray, data_bytes: f
                              first_iteration=0, bias_index=-1, prune_threshold=0.0)
     rows = []
     for p in workers:
-        blocks = balanced_blocks(labels, n_pos, block_count(labels.size, int(p), plan, 1))
+        blocks = block_plan(labels, n_pos, int(p), plan)
         costs = np.array([label_seconds[b].sum() + task_overhead for b in blocks])
         compute = list_schedule(costs, int(p))
         broadcast = int(p) * data_bytes / bandwidth

@@ -143,12 +143,20 @@ def assemble_rows(labels: list[np.ndarray], rows: list[sp.csr_matrix], n_labels:
     return out
 
 
+BLOCK_BUDGET = 64 * 2**20  # bytes of weights and records one block may hold
+
+
+def labels_within_budget(dim: int, rec_len: int, n_fields: int, budget: int = BLOCK_BUDGET) -> int:
+    """The most labels whose weights and records fit in `budget` bytes (at least one)."""
+    return max(1, budget // (8 * (dim + rec_len * n_fields)))
+
+
 def block_size(n_labels: int, dim: int, rec_len: int, n_fields: int, n_threads: int,
-               budget: int = 64 * 2**20) -> int:
+               budget: int = BLOCK_BUDGET) -> int:
     """Labels per block: within a memory budget for weights and records, and at least ten blocks'
     worth of progress reports on large problems."""
-    per_label = 8 * (dim + rec_len * n_fields)
-    return int(max(1, min(n_labels, budget // per_label, max(-(-n_labels // 10), 64 * n_threads))))
+    within = labels_within_budget(dim, rec_len, n_fields, budget)
+    return int(max(1, min(n_labels, within, max(-(-n_labels // 10), 64 * n_threads))))
 
 
 class BlockPlan(NamedTuple):

@@ -7,10 +7,13 @@ single-writer and the dashboard cannot tell the backends apart. A task runs solv
 solve_block, the threads run's own per-block code, on the worker's numba threads, so every label
 runs the same sequential code and the model is bit-identical to a threads run.
 
-Blocks are balanced by label frequency: labels sorted by positives are dealt to the blocks in a
-snake order (head labels spread over all blocks), and there are TASKS_PER_WORKER blocks per worker
-(a worker that finishes early takes the next) but never fewer than MIN_BLOCK_LABELS labels per
-block, so that Dask's ~1 ms per task stays noise next to a block's training.
+Blocks are guided and stratified (`block_plan`): each block takes 1/(GUIDE x workers) of the labels
+still unplanned, so blocks shrink as the run goes on (OpenMP's guided schedule), but never below
+MIN_BLOCK_LABELS labels nor above the threads loop's memory budget; the labels, sorted by positives,
+are dealt so that every block holds an even sample from head to tail (a block of s labels gets the
+labels at the quantiles (k + 1/2)/s), each block heaviest first. Large blocks early keep the number of
+tasks low (a task costs the driver and the workers about 5 ms of CPU here, BENCHMARKS.md "Dask"); small
+blocks at the end leave no worker with a long last block while the others idle.
 """
 from __future__ import annotations
 
@@ -23,31 +26,49 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..engine.threads import using_threads
-from .blocks import BlockCollector, BlockPlan, BlockResult, block_size, data_nbytes, labels_to_train, solve_block
+from .blocks import (BlockCollector, BlockPlan, BlockResult, data_nbytes, labels_to_train, labels_within_budget,
+                     solve_block)
 
-TASKS_PER_WORKER = 16
+GUIDE = 2
 MIN_BLOCK_LABELS = 8
 
 _KERNEL = threading.Lock()  # one block at a time per worker process, whatever its --nthreads
 
 
-def balanced_blocks(todo: np.ndarray, n_pos: np.ndarray, n_blocks: int) -> list[np.ndarray]:
-    """`todo` split into n_blocks blocks of near-equal size and weight: labels by decreasing
-    positives (ties by index) dealt in snake order 0, 1, ..., B-1, B-1, ..., 0; each block stays
-    ordered heaviest first."""
-    n_blocks = max(1, min(n_blocks, todo.size))
+def guided_sizes(n_todo: int, n_workers: int, largest: int) -> list[int]:
+    """Block sizes for `n_todo` labels on `n_workers`: each 1/(GUIDE * n_workers) of the labels left
+    (rounded up), at least MIN_BLOCK_LABELS, at most `largest`; a remainder below MIN_BLOCK_LABELS
+    joins the block before it (within `largest`)."""
+    sizes, left = [], int(n_todo)
+    largest = max(1, int(largest))
+    while left > 0:
+        size = min(left, largest, max(MIN_BLOCK_LABELS, -(-left // (GUIDE * max(1, n_workers)))))
+        if 0 < left - size < MIN_BLOCK_LABELS:
+            size = min(left, largest)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def stratified_blocks(todo: np.ndarray, n_pos: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """`todo` cut into blocks of the given sizes, each an even sample of the labels ranked by
+    decreasing positives (ties by index): block b's k-th label is the one at rank quantile
+    (k + 1/2) / sizes[b]. Each block stays ordered heaviest first."""
     order = todo[np.argsort(-n_pos[todo], kind="stable")]
-    lap = np.arange(order.size) % (2 * n_blocks)
-    slot = np.where(lap < n_blocks, lap, 2 * n_blocks - 1 - lap)
-    return [order[slot == b] for b in range(n_blocks)]
+    sizes = np.asarray(sizes, dtype=np.int64)
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    quantile = np.concatenate([(np.arange(s) + 0.5) / s for s in sizes]) if sizes.size else np.zeros(0)
+    dealt = owner[np.argsort(quantile, kind="stable")]            # dealt[j]: the block of the j-th heaviest
+    grouped = order[np.argsort(dealt, kind="stable")]             # by block, heaviest first inside each
+    return np.split(grouped, np.cumsum(sizes)[:-1])
 
 
-def block_count(n_todo: int, n_workers: int, plan: BlockPlan, n_threads: int) -> int:
-    """Blocks for `n_todo` labels on `n_workers`: TASKS_PER_WORKER each, at least MIN_BLOCK_LABELS
-    labels per block, and no block above the threads loop's memory budget (blocks.block_size)."""
-    largest = block_size(n_todo, plan.dim, plan.rec_len, len(plan.iter_fields), n_threads)
-    wanted = min(TASKS_PER_WORKER * n_workers, -(-n_todo // MIN_BLOCK_LABELS))
-    return max(1, wanted, -(-n_todo // largest))
+def block_plan(todo: np.ndarray, n_pos: np.ndarray, n_workers: int, plan: BlockPlan) -> list[np.ndarray]:
+    """The blocks a Dask run submits, in submission order, for the labels `todo` on `n_workers`:
+    guided sizes within the threads loop's memory budget per block (a worker trains one block at a
+    time), stratified by positives."""
+    largest = labels_within_budget(plan.dim, plan.rec_len, len(plan.iter_fields))
+    return stratified_blocks(todo, n_pos, guided_sizes(todo.size, n_workers, largest))
 
 
 def run_task(block_fn: Callable, data, labels: np.ndarray, plan: BlockPlan, n_threads: int | None,
@@ -84,7 +105,7 @@ def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, 
     t0 = time.monotonic()
     [shared] = client.scatter([data], broadcast=True, hash=False)
     scatter_seconds = time.monotonic() - t0
-    blocks = balanced_blocks(todo, n_pos, block_count(todo.size, info.workers, plan, info.threads or 1))
+    blocks = block_plan(todo, n_pos, info.workers, plan)
     run_id = uuid.uuid4().hex[:8]
     record = recorder is not None
     pending = {}
