@@ -90,16 +90,35 @@ def _michelot(buf, n, floor):
     threshold)."""
     while True:
         total, kept = 0.0, 0
-        for r in range(n):
-            if buf[r] > floor:
-                buf[kept] = buf[r]
-                total += buf[r]
-                kept += 1
+        for r in range(n):  # branch-free: which values stay is data, not a predictable branch
+            v = buf[r]
+            keep = v > floor
+            buf[kept] = v
+            total += v if keep else 0.0
+            kept += keep
         n = kept
         raised = (total - 1.0) / n
         if raised <= floor:
             return n, floor
         floor = raised
+
+
+@njit(cache=True, nogil=True)
+def _condat_floor(buf, n):
+    """Condat's online pass (2016) over buf[:n] (n >= 1): rho = (sum of a kept run - 1) / its size,
+    a lower bound of the unit-simplex threshold of buf[:n] up to rounding. The run is carried as its
+    sum and size, and both tests of the pass (a value above rho; rho still above that value - 1)
+    are multiplied out by the size, so no division waits in the loop's chain (one at the end)."""
+    total, size = buf[0], 1.0
+    for r in range(1, n):
+        y = buf[r]
+        if size * y > total - 1.0:
+            if total > size * (y - 1.0):
+                total += y
+                size += 1.0
+            else:
+                total, size = y, 1.0
+    return (total - 1.0) / size
 
 
 @njit(cache=True, nogil=True)
@@ -233,15 +252,7 @@ def loss_grad(z, pos, loss, mu, grad, extra):
         elif lv[k] > floor:
             buf[nn] = lv[k]
             nn += 1
-    rho, size = buf[0] - 1.0, 1
-    for r in range(1, nn):
-        y = buf[r]
-        if y > rho:
-            rho += (y - rho) / (size + 1)
-            if rho > y - 1.0:
-                size += 1
-            else:
-                rho, size = y - 1.0, 1
+    rho = _condat_floor(buf, nn)
     nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
     vn = buf[:nn]
     vp = np.empty(npp)
@@ -476,33 +487,43 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 
 @njit(cache=True, nogil=True)
 def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
-    """`_complete` of the candidates todo[:] (each once), four at a time: the four rows' sums of
+    """`_complete` of the candidates todo[:] (each once), eight at a time: the eight rows' sums of
     one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
-    bit), and only the blocks a candidate lacks take the result."""
+    bit), and only the blocks a candidate lacks take the result. Eight independent sums keep
+    eight rows of W in flight (the rows are scattered over W: their loads, not the additions,
+    bound this loop)."""
     B = zb.shape[1]
     n = todo.shape[0]
-    vals = np.empty(4)
+    vals = np.empty(8)
     r = 0
-    while r + 4 <= n:
-        t0, t1, t2, t3 = todo[r], todo[r + 1], todo[r + 2], todo[r + 3]
-        k0, k1, k2, k3 = ids[t0], ids[t1], ids[t2], ids[t3]
+    while r + 8 <= n:
+        k0, k1, k2, k3 = ids[todo[r]], ids[todo[r + 1]], ids[todo[r + 2]], ids[todo[r + 3]]
+        k4, k5, k6, k7 = ids[todo[r + 4]], ids[todo[r + 5]], ids[todo[r + 6]], ids[todo[r + 7]]
         for j in range(B):
-            if present[t0, j] and present[t1, j] and present[t2, j] and present[t3, j]:
+            missing = False
+            for u in range(8):
+                missing = missing or not present[todo[r + u], j]
+            if not missing:
                 continue
-            v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+            v0, v1, v2, v3, v4, v5, v6, v7 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
             for d in range(bounds[j], bounds[j + 1]):
                 x = phi[i, d]
                 v0 += W[k0, d] * x
                 v1 += W[k1, d] * x
                 v2 += W[k2, d] * x
                 v3 += W[k3, d] * x
+                v4 += W[k4, d] * x
+                v5 += W[k5, d] * x
+                v6 += W[k6, d] * x
+                v7 += W[k7, d] * x
             vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
-            for u in range(4):
+            vals[4], vals[5], vals[6], vals[7] = v4, v5, v6, v7
+            for u in range(8):
                 t = todo[r + u]
                 if not present[t, j]:
                     zb[t, j] = vals[u]
                     present[t, j] = True
-        r += 4
+        r += 8
     for t in range(r, n):
         _complete(zb, present, todo[t], W, phi, i, bounds, ids)
 
