@@ -103,22 +103,18 @@ def _michelot(buf, n, floor):
         floor = raised
 
 
-@njit(cache=True, nogil=True)
-def _condat_floor(buf, n):
-    """Condat's online pass (2016) over buf[:n] (n >= 1): rho = (sum of a kept run - 1) / its size,
-    a lower bound of the unit-simplex threshold of buf[:n] up to rounding. The run is carried as its
-    sum and size, and both tests of the pass (a value above rho; rho still above that value - 1)
-    are multiplied out by the size, so no division waits in the loop's chain (one at the end)."""
-    total, size = buf[0], 1.0
-    for r in range(1, n):
-        y = buf[r]
-        if size * y > total - 1.0:
-            if total > size * (y - 1.0):
-                total += y
-                size += 1.0
-            else:
-                total, size = y, 1.0
-    return (total - 1.0) / size
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _raised_floor(buf, n, floor):
+    """(sum of the values of buf[:n] above floor - 1) / their count (floor itself if none is):
+    Michelot's next floor without the compaction, summed in any order so that the pass is
+    vectorised. It is a lower bound of the unit-simplex threshold of buf[:n] for any floor (the
+    mean of any k values less 1/k is), up to the rounding of the sum."""
+    total, count = 0.0, 0.0
+    for r in range(n):
+        keep = buf[r] > floor
+        total += buf[r] if keep else 0.0
+        count += 1.0 if keep else 0.0
+    return (total - 1.0) / count if count > 0.0 else floor
 
 
 @njit(cache=True, nogil=True)
@@ -239,10 +235,11 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     # the N threshold is at least the threshold tau of the unit-simplex projection of the
     # negatives (their total is at most 1), found by Michelot's passes over the negatives above
     # max - 1 (gathered once): only negatives above tau and positives within 1 of the smallest can
-    # be non-zero, so the sort runs on those alone and the result is exact. Condat's one online
-    # pass (2016) first raises the floor to (sum of a subset - 1) / its size, a lower bound of tau
-    # (less a relative 1e-9 for its rounding), so that the passes start near tau: they end on the
-    # same set, the negatives above tau, from any lower bound
+    # be non-zero, so the sort runs on those alone and the result is exact. Two vectorised
+    # passes (`_raised_floor`) first raise the floor to (sum of a subset - 1) / its size, a lower
+    # bound of tau (less a relative 1e-9 for its rounding), so that the exact passes start near
+    # tau (as close as Condat's online pass, 2016, without its chain of dependent branches): they
+    # end on the same set, the negatives above tau, from any lower bound
     buf = np.empty(m)
     nn, npp = 0, 0
     floor = maxn - 1.0
@@ -252,7 +249,7 @@ def loss_grad(z, pos, loss, mu, grad, extra):
         elif lv[k] > floor:
             buf[nn] = lv[k]
             nn += 1
-    rho = _condat_floor(buf, nn)
+    rho = _raised_floor(buf, nn, _raised_floor(buf, nn, floor))
     nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
     vn = buf[:nn]
     vp = np.empty(npp)
