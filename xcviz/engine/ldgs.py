@@ -531,13 +531,12 @@ def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
     lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
     c, B = zb.shape
     m = 0
-    for t in range(c):
-        if present[t, j]:
-            v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
-            x[m] = B * v
-            xp[m] = pos[t]
-            at[m] = t
-            m += 1
+    for t in range(c):  # branch-free: every candidate is written at m, the present ones advance m
+        v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
+        x[m] = B * v
+        xp[m] = pos[t]
+        at[m] = t
+        m += present[t, j]
     extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
     return m
 
@@ -580,18 +579,15 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
         for j in range(B):
             m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
             for r in range(m):
-                if abs(g[r]) > tau2:
-                    active[at[r]] = True
+                active[at[r]] |= abs(g[r]) > tau2
         eta = 2.0 / (t + 2.0)
         n_active = 0
-        for k in range(c):
-            if active[k]:
-                todo[n_active] = k
-                n_active += 1
+        for k in range(c):  # A in increasing order, branch-free
+            todo[n_active] = k
+            n_active += active[k]
         _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
-        for k in range(c):
-            if not active[k]:
-                continue
+        for r in range(n_active):
+            k = todo[r]
             if not moved[k]:
                 lam[k, :] = 0.0
                 moved[k] = True
