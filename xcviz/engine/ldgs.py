@@ -90,16 +90,31 @@ def _michelot(buf, n, floor):
     threshold)."""
     while True:
         total, kept = 0.0, 0
-        for r in range(n):
-            if buf[r] > floor:
-                buf[kept] = buf[r]
-                total += buf[r]
-                kept += 1
+        for r in range(n):  # branch-free: which values stay is data, not a predictable branch
+            v = buf[r]
+            keep = v > floor
+            buf[kept] = v
+            total += v if keep else 0.0
+            kept += keep
         n = kept
         raised = (total - 1.0) / n
         if raised <= floor:
             return n, floor
         floor = raised
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _raised_floor(buf, n, floor):
+    """(sum of the values of buf[:n] above floor - 1) / their count (floor itself if none is):
+    Michelot's next floor without the compaction, summed in any order so that the pass is
+    vectorised. It is a lower bound of the unit-simplex threshold of buf[:n] for any floor (the
+    mean of any k values less 1/k is), up to the rounding of the sum."""
+    total, count = 0.0, 0.0
+    for r in range(n):
+        keep = buf[r] > floor
+        total += buf[r] if keep else 0.0
+        count += 1.0 if keep else 0.0
+    return (total - 1.0) / count if count > 0.0 else floor
 
 
 @njit(cache=True, nogil=True)
@@ -220,10 +235,11 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     # the N threshold is at least the threshold tau of the unit-simplex projection of the
     # negatives (their total is at most 1), found by Michelot's passes over the negatives above
     # max - 1 (gathered once): only negatives above tau and positives within 1 of the smallest can
-    # be non-zero, so the sort runs on those alone and the result is exact. Condat's one online
-    # pass (2016) first raises the floor to (sum of a subset - 1) / its size, a lower bound of tau
-    # (less a relative 1e-9 for its rounding), so that the passes start near tau: they end on the
-    # same set, the negatives above tau, from any lower bound
+    # be non-zero, so the sort runs on those alone and the result is exact. Two vectorised
+    # passes (`_raised_floor`) first raise the floor to (sum of a subset - 1) / its size, a lower
+    # bound of tau (less a relative 1e-9 for its rounding), so that the exact passes start near
+    # tau (as close as Condat's online pass, 2016, without its chain of dependent branches): they
+    # end on the same set, the negatives above tau, from any lower bound
     buf = np.empty(m)
     nn, npp = 0, 0
     floor = maxn - 1.0
@@ -233,15 +249,7 @@ def loss_grad(z, pos, loss, mu, grad, extra):
         elif lv[k] > floor:
             buf[nn] = lv[k]
             nn += 1
-    rho, size = buf[0] - 1.0, 1
-    for r in range(1, nn):
-        y = buf[r]
-        if y > rho:
-            rho += (y - rho) / (size + 1)
-            if rho > y - 1.0:
-                size += 1
-            else:
-                rho, size = y - 1.0, 1
+    rho = _raised_floor(buf, nn, _raised_floor(buf, nn, floor))
     nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
     vn = buf[:nn]
     vp = np.empty(npp)
@@ -476,33 +484,43 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 
 @njit(cache=True, nogil=True)
 def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
-    """`_complete` of the candidates todo[:] (each once), four at a time: the four rows' sums of
+    """`_complete` of the candidates todo[:] (each once), eight at a time: the eight rows' sums of
     one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
-    bit), and only the blocks a candidate lacks take the result."""
+    bit), and only the blocks a candidate lacks take the result. Eight independent sums keep
+    eight rows of W in flight (the rows are scattered over W: their loads, not the additions,
+    bound this loop)."""
     B = zb.shape[1]
     n = todo.shape[0]
-    vals = np.empty(4)
+    vals = np.empty(8)
     r = 0
-    while r + 4 <= n:
-        t0, t1, t2, t3 = todo[r], todo[r + 1], todo[r + 2], todo[r + 3]
-        k0, k1, k2, k3 = ids[t0], ids[t1], ids[t2], ids[t3]
+    while r + 8 <= n:
+        k0, k1, k2, k3 = ids[todo[r]], ids[todo[r + 1]], ids[todo[r + 2]], ids[todo[r + 3]]
+        k4, k5, k6, k7 = ids[todo[r + 4]], ids[todo[r + 5]], ids[todo[r + 6]], ids[todo[r + 7]]
         for j in range(B):
-            if present[t0, j] and present[t1, j] and present[t2, j] and present[t3, j]:
+            missing = False
+            for u in range(8):
+                missing = missing or not present[todo[r + u], j]
+            if not missing:
                 continue
-            v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+            v0, v1, v2, v3, v4, v5, v6, v7 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
             for d in range(bounds[j], bounds[j + 1]):
                 x = phi[i, d]
                 v0 += W[k0, d] * x
                 v1 += W[k1, d] * x
                 v2 += W[k2, d] * x
                 v3 += W[k3, d] * x
+                v4 += W[k4, d] * x
+                v5 += W[k5, d] * x
+                v6 += W[k6, d] * x
+                v7 += W[k7, d] * x
             vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
-            for u in range(4):
+            vals[4], vals[5], vals[6], vals[7] = v4, v5, v6, v7
+            for u in range(8):
                 t = todo[r + u]
                 if not present[t, j]:
                     zb[t, j] = vals[u]
                     present[t, j] = True
-        r += 4
+        r += 8
     for t in range(r, n):
         _complete(zb, present, todo[t], W, phi, i, bounds, ids)
 
@@ -513,13 +531,12 @@ def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
     lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
     c, B = zb.shape
     m = 0
-    for t in range(c):
-        if present[t, j]:
-            v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
-            x[m] = B * v
-            xp[m] = pos[t]
-            at[m] = t
-            m += 1
+    for t in range(c):  # branch-free: every candidate is written at m, the present ones advance m
+        v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
+        x[m] = B * v
+        xp[m] = pos[t]
+        at[m] = t
+        m += present[t, j]
     extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
     return m
 
@@ -562,18 +579,15 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
         for j in range(B):
             m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
             for r in range(m):
-                if abs(g[r]) > tau2:
-                    active[at[r]] = True
+                active[at[r]] |= abs(g[r]) > tau2
         eta = 2.0 / (t + 2.0)
         n_active = 0
-        for k in range(c):
-            if active[k]:
-                todo[n_active] = k
-                n_active += 1
+        for k in range(c):  # A in increasing order, branch-free
+            todo[n_active] = k
+            n_active += active[k]
         _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
-        for k in range(c):
-            if not active[k]:
-                continue
+        for r in range(n_active):
+            k = todo[r]
             if not moved[k]:
                 lam[k, :] = 0.0
                 moved[k] = True
