@@ -139,10 +139,8 @@ def test_restriction_only_scores_the_active_set_in_the_blocks_that_missed_it(los
         Z, known = np.empty((n, width, B)), np.empty((n, width, B), np.bool_)
         count, coef = np.empty(n, np.int64), np.empty((n, width))
         value, n_active = np.empty(n), np.empty(n, np.int64)
-        slot = np.full((n, W.shape[0]), -1, np.int64)
-        search_estimate(W, phi, index.bounds, S, V, ptr, idx, 1, 1e-3, loss, 1.0, restrict, slot, U, is_pos, Z,
+        search_estimate(W, phi, index.bounds, S, V, ptr, idx, 1, 1e-3, loss, 1.0, restrict, U, is_pos, Z,
                         known, count, coef, value, n_active)
-        assert (slot == -1).all()
         out[restrict] = (U, is_pos, known, count, coef, n_active)
     U, is_pos, known, count, coef, n_active = out[True]
     for i in range(n):

@@ -612,45 +612,79 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
                     np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
 
 
+@njit(cache=True, nogil=True)
+def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
+    """Sample i's candidates: U[i, :u] = its positives, then the union of the S_j in retrieval
+    order, each class once; Z[i, s, j], present[i, s, j] = the block scores retrieved. The classes
+    map to their slots s through an open-addressing table sized to the sample's entries (a few
+    kB, so it stays in cache, where a K-sized map misses on nearly every look-up). Returns u."""
+    B, q = S.shape[1], S.shape[2]
+    entries = pos_ptr[i + 1] - pos_ptr[i]
+    for j in range(B):
+        for t in range(q):
+            if S[i, j, t] < 0:
+                break
+            entries += 1
+    size = 16
+    while size < 2 * entries:
+        size *= 2
+    mask = size - 1
+    keys = np.full(size, -1, np.int64)
+    slots = np.empty(size, np.int64)
+    u = 0
+    for p in range(pos_ptr[i], pos_ptr[i + 1]):
+        k = pos_idx[p]
+        h = _probe(keys, mask, k)
+        if keys[h] == k:
+            continue
+        keys[h], slots[h] = k, u
+        U[i, u] = k
+        is_pos[i, u] = True
+        present[i, u, :] = False
+        u += 1
+    for j in range(B):
+        for t in range(q):
+            k = S[i, j, t]
+            if k < 0:
+                break
+            h = _probe(keys, mask, k)
+            if keys[h] == k:
+                s = slots[h]
+            else:
+                s = u
+                keys[h], slots[h] = k, u
+                U[i, u] = k
+                is_pos[i, u] = False
+                present[i, u, :] = False
+                u += 1
+            Z[i, s, j] = V[i, j, t]
+            present[i, s, j] = True
+    return u
+
+
+@njit(cache=True, nogil=True)
+def _probe(keys, mask, k):
+    """The position of class k (k >= 0) in the linear-probing table keys (-1: empty): where it is,
+    or the empty position where it goes."""
+    h = ((k * 2654435761) >> 12) & mask
+    while keys[h] >= 0 and keys[h] != k:
+        h = (h + 1) & mask
+    return h
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, mu, restrict, slot,
+def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, mu, restrict,
                     U, is_pos, Z, present, count, coef, value, n_active):
     """mips (one block) and decomp (Algorithm 2) from the block searches S (ids, -1 padding) and
     their block scores V: the candidates U[i, :count[i]] are the positives then the union of the
-    S_j in retrieval order (deduplicated with `slot`, n x K, all -1 on entry and on exit); block j
+    S_j in retrieval order (see `_union`); block j
     knows its own retrieved scores (Z[i, t, j], present[i, t, j]) and the positives' (scored exactly
     in every block); `restrict` = False scores every candidate in every block first (the
     unrestricted message passing, O(h |U|)). Then `steps` greedy steps and the output gradient
     coef[i, :count[i]] = (1/B) sum_j grad L(B (z~_j + lambda_j)), value[i] = G(Lambda)."""
-    n, B, q = S.shape
+    n, B = S.shape[0], S.shape[1]
     for i in prange(n):
-        u = 0
-        for p in range(pos_ptr[i], pos_ptr[i + 1]):
-            k = pos_idx[p]
-            if slot[i, k] >= 0:
-                continue
-            slot[i, k] = u
-            U[i, u] = k
-            is_pos[i, u] = True
-            present[i, u, :] = False
-            u += 1
-        for j in range(B):
-            for t in range(q):
-                k = S[i, j, t]
-                if k < 0:
-                    break
-                s = slot[i, k]
-                if s < 0:
-                    s = u
-                    slot[i, k] = u
-                    U[i, u] = k
-                    is_pos[i, u] = False
-                    present[i, u, :] = False
-                    u += 1
-                Z[i, s, j] = V[i, j, t]
-                present[i, s, j] = True
-        for s in range(u):
-            slot[i, U[i, s]] = -1
+        u = _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present)
         ids = U[i, :u]
         zb = Z[i, :u, :]
         known = present[i, :u, :]

@@ -54,7 +54,6 @@ class Estimator:
         self.index, self.restrict = index, restrict
         self.rng = np.random.default_rng([seed, 7])
         self._all: np.ndarray | None = None  # exact: every class id, one row per sample
-        self._slot: np.ndarray | None = None  # searches: the union's scratch, all -1 between calls
 
     def __call__(self, phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, clock: dict,
                  with_certificate: bool = False, rng: np.random.Generator | None = None) -> Estimate:
@@ -113,15 +112,13 @@ class Estimator:
         t0 = time.perf_counter()
         S, V, cut, probed = index.search(phi, self.q)
         t1 = time.perf_counter()
-        if self._slot is None or self._slot.shape[0] < n:
-            self._slot = np.full((n, K), -1, np.int64)
         width = B * self.q + max_pos
         U, is_pos = np.empty((n, width), np.int64), np.empty((n, width), np.bool_)
         Z, known = np.empty((n, width, B)), np.empty((n, width, B), np.bool_)
         count, coef = np.empty(n, np.int64), np.empty((n, width))
         value, n_active = np.empty(n), np.empty(n, np.int64)
         search_estimate(self.W, phi, index.bounds, S, V, pos_ptr, pos_idx, self.steps, self.tau2, self.loss, self.mu,
-                        self.restrict, self._slot, U, is_pos, Z, known, count, coef, value, n_active)
+                        self.restrict, U, is_pos, Z, known, count, coef, value, n_active)
         t2 = time.perf_counter()
         clock["query_seconds"] += t1 - t0
         clock["message_seconds"] += t2 - t1
