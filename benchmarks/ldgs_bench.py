@@ -5,12 +5,11 @@ Problems: the synthetic multiclass generator with K = 50,000 classes (noise 0.6,
 h = 128, decomp with B = 8) and Bibtex (multi-label, K = 159, B = 4). The estimators run as the
 paper compares them: exact, mips and decomp on the smoothed max-margin loss (its Margin, MIPS and
 Decomp-MIPS), sampled on the cross-entropy (its Sampled-Softmax); the sampler with the margin loss
-is an extra row. Every estimator trains the
-same epochs on one thread, after a small warm-up fit has compiled every kernel; records give the
-validation-sample accuracy (or P@1) against training seconds; the final model is evaluated on the
-whole test split. For the equal-time target, exact, sampled and mips are retrained without records
-for decomp's training seconds (as many epochs as fit) and evaluated on the whole test split too (so is the margin-loss sampler),
-and the speed target is the ratio of the medians of three alternated runs of exact and decomp. Each
+is an extra row. Every estimator trains the same epochs on one thread, after a small warm-up fit
+has compiled every kernel; records give the validation-sample accuracy (or P@1) against training
+seconds; the final model is evaluated on the whole test split. For the equal-time target, exact,
+sampled, mips and the margin-loss sampler are retrained without records for decomp's training
+seconds (as many epochs as fit) and evaluated on the whole test split too, and the speed target is the ratio of the medians of three alternated runs of exact and decomp. Each
 problem adds variants of decomp (unrestricted message passing; on Bibtex the Q of the multiclass rule) to show
 where its time and its accuracy go.
 """
@@ -33,7 +32,8 @@ PROBLEMS = {
 VARIANTS = {  # extra rows: label -> parameters
     "synthetic K=50k": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
                         SAMPLED_MARGIN: {"gradient": "sampled"}},
-    "bibtex": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False}, SAMPLED_MARGIN: {"gradient": "sampled"},
+    "bibtex": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
+               SAMPLED_MARGIN: {"gradient": "sampled"},
                "decomp, Q = 13 (without the multi-label factor)": {"gradient": "decomp", "retrieve": 13}},
 }
 COMMON = {"records_per_epoch": 2, "sample_size": 100}
