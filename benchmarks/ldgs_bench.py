@@ -9,8 +9,9 @@ is an extra row. Every estimator trains the same epochs on one thread, after a s
 has compiled every kernel; records give the validation-sample accuracy (or P@1) against training
 seconds; the final model is evaluated on the whole test split. For the equal-time target, exact,
 sampled, mips and the margin-loss sampler are retrained without records for decomp's training
-seconds (as many epochs as fit) and evaluated on the whole test split too, and the speed target is the ratio of the medians of three alternated runs of exact and decomp. Each
-problem adds variants of decomp (unrestricted message passing; on Bibtex the Q of the multiclass rule) to show
+seconds (as many epochs as fit) and evaluated on the whole test split too, and the speed target
+is the ratio of the medians of three alternated runs of exact and decomp. Each problem adds
+variants of decomp (unrestricted message passing; on Bibtex the Q of the multiclass rule) to show
 where its time and its accuracy go.
 """
 from __future__ import annotations
