@@ -84,12 +84,19 @@ def bibtex_runs():
     return runs
 
 
+# Test-accuracy distance to L-BFGS's, in percentage points. async is not deterministic (which thread
+# meets which class block first depends on the scheduler): under CI's settings five runs ended at
+# objectives within 4e-4 of L-BFGS's and accuracies 0.16 to 0.83 points from it (the objective is
+# nearly flat where many classes tie), so its bound is wider; the objective bound is the same for all.
+ACCURACY_BOUND = {"sync": 0.5, "async": 1.5, "lc": 0.5}
+
+
 @pytest.mark.parametrize("mode", ["sync", "async", "lc"])
 def test_every_mode_reaches_the_lbfgs_optimum_on_bibtex(bibtex_runs, mode):
     best, best_acc = bibtex_runs["lbfgs"]
     objective, acc = bibtex_runs[mode]
     assert best < objective < best * (1 + 1e-3)
-    assert abs(acc - best_acc) <= 0.5  # percentage points
+    assert abs(acc - best_acc) <= ACCURACY_BOUND[mode]
 
 
 def test_cli_json_summary_has_the_keys_of_the_issue(capsys, tmp_path):
