@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .topk import insert_topk
+from .weightstore import EMPTY, find, insert
 
 CE = 0
 MARGIN = 1
@@ -616,8 +617,9 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
 def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
     """Sample i's candidates: U[i, :u] = its positives, then the union of the S_j in retrieval
     order, each class once; Z[i, s, j], present[i, s, j] = the block scores retrieved. The classes
-    map to their slots s through an open-addressing table sized to the sample's entries (a few
-    kB, so it stays in cache, where a K-sized map misses on nearly every look-up). Returns u."""
+    map to their slots s through the weight store's hash table (weightstore.find/insert) sized to
+    the sample's entries (a few kB, so it stays in cache, where a K-sized map misses on nearly
+    every look-up). Returns u."""
     B, q = S.shape[1], S.shape[2]
     entries = pos_ptr[i + 1] - pos_ptr[i]
     for j in range(B):
@@ -625,19 +627,18 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
             if S[i, j, t] < 0:
                 break
             entries += 1
-    size = 16
-    while size < 2 * entries:
-        size *= 2
-    mask = size - 1
-    keys = np.full(size, -1, np.int64)
-    slots = np.empty(size, np.int64)
+    bits = 4
+    while (1 << bits) < 2 * entries:
+        bits += 1
+    keys = np.full(1 << bits, EMPTY, np.int64)
+    slots = np.empty(1 << bits, np.int64)
+    shift = 64 - bits
     u = 0
     for p in range(pos_ptr[i], pos_ptr[i + 1]):
         k = pos_idx[p]
-        h = _probe(keys, mask, k)
-        if keys[h] == k:
+        if find(keys, slots, shift, k) >= 0:
             continue
-        keys[h], slots[h] = k, u
+        insert(keys, slots, shift, k, u)
         U[i, u] = k
         is_pos[i, u] = True
         present[i, u, :] = False
@@ -647,12 +648,10 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
             k = S[i, j, t]
             if k < 0:
                 break
-            h = _probe(keys, mask, k)
-            if keys[h] == k:
-                s = slots[h]
-            else:
+            s = find(keys, slots, shift, k)
+            if s < 0:
                 s = u
-                keys[h], slots[h] = k, u
+                insert(keys, slots, shift, k, u)
                 U[i, u] = k
                 is_pos[i, u] = False
                 present[i, u, :] = False
@@ -660,16 +659,6 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
             Z[i, s, j] = V[i, j, t]
             present[i, s, j] = True
     return u
-
-
-@njit(cache=True, nogil=True)
-def _probe(keys, mask, k):
-    """The position of class k (k >= 0) in the linear-probing table keys (-1: empty): where it is,
-    or the empty position where it goes."""
-    h = ((k * 2654435761) >> 12) & mask
-    while keys[h] >= 0 and keys[h] != k:
-        h = (h + 1) & mask
-    return h
 
 
 @njit(cache=True, nogil=True, parallel=True)

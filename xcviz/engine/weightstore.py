@@ -33,7 +33,8 @@ def find(table_keys, table_entries, shift, key):
 
 
 @njit(cache=True, nogil=True)
-def _insert(table_keys, table_entries, shift, key, entry):
+def insert(table_keys, table_entries, shift, key, entry):
+    """Map `key` (not in the table yet) to `entry`."""
     mask = table_keys.shape[0] - 1
     s = _slot(key, shift)
     while table_keys[s] != EMPTY:
@@ -46,7 +47,7 @@ def _insert(table_keys, table_entries, shift, key, entry):
 def rehash(ent_class, ent_feat, n_entries, n_features, table_keys, table_entries, shift):
     """Fill an empty table with the first n_entries entries."""
     for e in range(n_entries):
-        _insert(table_keys, table_entries, shift, ent_class[e] * n_features + ent_feat[e], e)
+        insert(table_keys, table_entries, shift, ent_class[e] * n_features + ent_feat[e], e)
 
 
 @njit(cache=True, nogil=True)
@@ -69,7 +70,7 @@ def add_scaled_row(cls, coef, x_idx, x_val, n_features, table_keys, table_entrie
             next_entry[e] = row_head[cls]
             row_head[cls] = e
             row_len[cls] += 1
-            _insert(table_keys, table_entries, shift, key, e)
+            insert(table_keys, table_entries, shift, key, e)
         d = coef * x_val[p]
         dsq += d * (2.0 * val[e] + d)
         val[e] += d
