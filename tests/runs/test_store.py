@@ -1,4 +1,4 @@
-"""Deleting a run removes everything the store holds for it, and nothing of the other runs."""
+"""The run store: deleting a run removes everything it holds for it, and new runs get fresh ids."""
 import os
 
 import numpy as np
@@ -38,3 +38,16 @@ def test_delete_refuses_a_run_that_is_still_training(tmp_path):
     with pytest.raises(StoreError, match="cancel it before deleting"):
         store.delete(run)
     assert store.get(run)["status"] == "running"
+
+
+def test_a_drawn_id_already_taken_is_drawn_again(tmp_path, monkeypatch):
+    """Hundreds of runs created in one second share the time prefix: a repeated random tail must
+    give a fresh id, not a failed insert (CI once met one among 1500 runs)."""
+    import xcviz.runs.store as store_module
+    store = RunStore(tmp_path)
+    first = store.create("{}", "a")
+    drawn = iter([first, first, "20260101-000000-abcdef"])
+    monkeypatch.setattr(store_module, "_new_id", lambda: next(drawn))
+    second = store.create("{}", "b")
+    assert second == "20260101-000000-abcdef"
+    assert {r["id"] for r in store.list()} == {first, second}

@@ -112,6 +112,11 @@ def alive(pid: int | None, host: str | None, start: int | None = None) -> bool:
     return start is None or int(fields[19]) == int(start)
 
 
+def _new_id() -> str:
+    """A run id: the creation time to the second, then six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
 class RunStore:
     """Access to the store under `home`; every method opens its own short connection.
 
@@ -218,11 +223,15 @@ class RunStore:
     def create(self, spec_json: str, name: str = "", inputs: dict | None = None) -> str:
         """A new queued run owned by this process until its worker takes it over (a launcher that
         dies before that leaves an interrupted run, never an eternal `queued` one). A name already
-        taken gets a suffix (-2, -3, ...), so names address runs."""
-        run = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        taken gets a suffix (-2, -3, ...), so names address runs. The id's random tail is drawn
+        again while it is taken: hundreds of runs created in one second do meet."""
         me = owner()
         with self._transaction() as db:  # no other writer between reading the names and taking one
-            taken = {r[0] for r in db.execute("SELECT name FROM runs")}
+            rows = db.execute("SELECT id, name FROM runs").fetchall()
+            ids, taken = {r[0] for r in rows}, {r[1] for r in rows}
+            run = _new_id()
+            while run in ids:
+                run = _new_id()
             if name in taken:
                 name = next(f"{name}-{k}" for k in range(2, len(taken) + 3) if f"{name}-{k}" not in taken)
             db.execute("INSERT INTO runs (id, name, spec, status, created, pid, host, pid_start, claim, inputs) "
