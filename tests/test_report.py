@@ -57,6 +57,24 @@ def test_report_exports_records(store_with_runs, tmp_path):
     assert len(csv) == len(records) and list(csv.columns) == list(records.columns)
     assert len(json.loads((tmp_path / f"r-{runs[0]}-labels.json").read_text())) == 159
     assert len(written) == 5
+    assert all(path.stat().st_mode & 0o777 == 0o644 for path in written)  # for others to open
+
+
+def test_a_report_rewrite_that_fails_leaves_the_old_files_whole(store_with_runs, tmp_path, monkeypatch):
+    """A rewrite that fails (here: a record export) leaves every earlier file as it was."""
+    import xcviz.report as report
+
+    store, runs = store_with_runs
+    first = report.write_report(store, runs[:1], tmp_path / "r.html")
+    before = {path: path.read_bytes() for path in first}
+
+    def broken(frame, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(pd.DataFrame, "to_json", broken)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_report(store, runs[:1], tmp_path / "r.html")
+    assert {path: path.read_bytes() for path in first} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in first)  # no temporary left
 
 
 def test_the_report_grid_holds_only_figures_that_draw_something(tmp_path):

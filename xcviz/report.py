@@ -23,6 +23,7 @@ from bokeh.layouts import column, gridplot
 from bokeh.models import Div
 from bokeh.resources import Resources
 
+from .atomic_write import write_atomic
 from .engine.threads import max_threads
 from .runs.store import RunStore
 from .ui.run_view import RunView
@@ -34,6 +35,7 @@ _PANEL_RESOURCES = re.compile(r'<script src="[^"]*"></script>\s*|<link rel="styl
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1",
            "model_nnz", "train_seconds")
 KINDS = ("iteration", "label")
+SHARED = 0o644  # a report is for others to open (write_atomic's default is owner-only)
 
 
 # the format of each metric in the tables: one precision per metric, whatever its values
@@ -144,26 +146,38 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
     return _PANEL_RESOURCES.sub("", page)
 
 
-def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
-    """Each run's iteration and label records as `STEM-RUN-iterations.csv` / `.json` (and labels)."""
-    stem = Path(stem)
-    written = []
+def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, bytes]:
+    """Each run's iteration and label records as CSV and JSON: {`STEM-RUN-KINDs.csv`/`.json`: content}."""
+    files = {}
     for run in runs:
         for kind in KINDS:
             frame, _ = store.records(run, kind)
             base = stem.with_name(f"{stem.name}-{run}-{kind}s")
-            frame.to_csv(base.with_suffix(".csv"), index=False)
-            base.with_suffix(".json").write_text(frame.to_json(orient="records"))
-            written += [base.with_suffix(".csv"), base.with_suffix(".json")]
-    return written
+            files[base.with_suffix(".csv")] = frame.to_csv(index=False).encode("utf-8")
+            files[base.with_suffix(".json")] = frame.to_json(orient="records").encode("utf-8")
+    return files
+
+
+def _write_all(files: dict[Path, bytes]) -> list[Path]:
+    """Write files built beforehand, each whole or not at all (a failed build writes nothing)."""
+    for path, content in files.items():
+        write_atomic(path, content, mode=SHARED)
+    return list(files)
+
+
+def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
+    """Each run's iteration and label records as `STEM-RUN-iterations.csv` / `.json` (and labels)."""
+    return _write_all(_record_files(store, runs, Path(stem)))
 
 
 def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path]:
-    """Write the HTML report and, beside it, each run's iteration and label records as CSV and JSON."""
+    """Write the HTML report and, beside it, each run's iteration and label records as CSV and JSON.
+    Everything is built before the first file is written, and each file is replaced whole: a report
+    rewritten over an earlier one never leaves a torn file, nor a mix when the build fails."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(store, runs), encoding="utf-8")
-    return [out] + write_records(store, runs, out.with_suffix(""))
+    files = {out: build_report(store, runs).encode("utf-8")} | _record_files(store, runs, out.with_suffix(""))
+    return _write_all(files)
 
 
 def records_archive(store: RunStore, runs: list[str]) -> bytes:

@@ -44,10 +44,10 @@ class BackendChoice:
 
     def __init__(self) -> None:
         self.kind = pn.widgets.RadioButtonGroup(options=["threads", "local cluster", "scheduler"], value="threads",
-                                                width=WIDTH, name="Run on")
-        self.workers = pn.widgets.IntInput(name="Workers (processes)", start=1, end=MAX_LOCAL_WORKERS, value=2,
+                                                width=WIDTH, label="Run on")
+        self.workers = pn.widgets.IntInput(label="Workers (processes)", start=1, end=MAX_LOCAL_WORKERS, value=2,
                                            width=WIDTH, visible=False)
-        self.address = pn.widgets.TextInput(name="Scheduler address", placeholder="tcp://HOST:8786", width=WIDTH,
+        self.address = pn.widgets.TextInput(label="Scheduler address", placeholder="tcp://HOST:8786", width=WIDTH,
                                             visible=False)
         self.kind.param.watch(self._show, "value")
 
