@@ -31,8 +31,10 @@ demo: $(STAMP)
 test: $(STAMP) browser
 	$(PY) -m pytest -q
 
+# Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
+# root (a container) needs JupyterLab's explicit --allow-root.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --KernelManager.transport=ipc $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 bench: $(STAMP) browser
 	$(PY) -m pip install --quiet -e '.[bench]'

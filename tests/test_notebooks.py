@@ -3,19 +3,25 @@
 The notebooks run two at a time (each in its own kernel, started by the first test that needs
 one): a kernel spends much of its life starting and importing on one core, so two overlap well on
 a two-core machine, and the suite's budget is tight."""
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
 def _execute(path: Path) -> nbformat.NotebookNode:
+    """The notebook run in a fresh kernel that talks over Unix sockets in a private folder (as
+    `make lab`'s kernels do), not over local TCP ports."""
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    with tempfile.TemporaryDirectory() as tmp:
+        km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
+        NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 
