@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -212,10 +213,16 @@ def dataset_table(name: str, rows: dict, note: str = "") -> list[str]:
     return lines + [""]
 
 
-def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: float, repeats: int) -> str:
+def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: float, repeats: int,
+           full_run: str | None = None) -> str:
+    """The file's first sections; full_run: the date of the full `make bench` the later sections come
+    from, when these alone are rerun (`--only core`)."""
+    now = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    written = (f"Written by `make bench` (`benchmarks/run.py`) on {now}. " if full_run is None else
+               f"Written by `benchmarks/run.py --only core` on {now}; the sections from \"Side by side with "
+               f"DiSMEC++\" on are from the full `make bench` of {full_run}. ")
     lines = ["# Benchmarks", "",
-             f"Written by `make bench` (`benchmarks/run.py`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
-             f"Medians of {repeats} runs; every ratio compares runs made in this same process, one after "
+             written + f"Medians of {repeats} runs; every ratio compares runs made in this same process, one after "
              "the other. Machines here are noisy: read the ratios, not the seconds.", "",
              "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in m.items()]
@@ -242,6 +249,18 @@ def render(m: dict, results: dict, recording: dict, memory: dict, gen_seconds: f
     return "\n".join(lines)
 
 
+def bench_core(repeats: int, full_run: str | None = None) -> str:
+    """The sections `render` writes: Newton and PPDSparse against LIBLINEAR, recording, memory, generator."""
+    results = {}
+    for name in ("bibtex", "delicious"):
+        print(f"benchmarking {name} ...", file=sys.stderr)
+        results[name] = bench_dataset(name, repeats)
+    print("benchmarking recording, memory, generator ...", file=sys.stderr)
+    recording = bench_recording("delicious", repeats)
+    memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
+    return render(machine(), results, recording, memory, bench_generator(3), repeats, full_run) + "\n"
+
+
 def _load() -> str:
     return " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
@@ -250,6 +269,11 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
     Dask, or the dashboard's, which ends the file) and put it in place."""
     old = out.read_text()
+    if name == "core":  # from the top to DiSMEC++ side by side
+        full_run = re.search(r"(?:full `make bench` of|\(`benchmarks/run.py`\) on) (\d{4}-\d\d-\d\d \d\d:\d\d UTC)", old)
+        text = bench_core(repeats, full_run.group(1) if full_run else "an earlier date")
+        out.write_text(text + old[old.index("## Side by side with DiSMEC++"):])
+        return
     if name == "dismec":  # the ## bibtex and ## delicious tables, each in place (the Targets table stays)
         for dataset in ("bibtex", "delicious"):
             load_before = _load()
@@ -307,7 +331,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
+    parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
                                            "memoir-parts"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
@@ -320,17 +344,10 @@ def main() -> None:
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)
     ldgs_lines = render_ldgs(bench_ldgs())
-    results = {}
-    for name in ("bibtex", "delicious"):
-        print(f"benchmarking {name} ...", file=sys.stderr)
-        results[name] = bench_dataset(name, args.repeats)
-    print("benchmarking recording, memory, generator ...", file=sys.stderr)
-    recording = bench_recording("delicious", args.repeats)
-    memory = {name: bench_memory(name) for name in ("bibtex", "delicious")}
-    gen = bench_generator(3)
+    core = bench_core(args.repeats)
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
-    text = render(machine(), results, recording, memory, gen, args.repeats) + "\n".join(peer_lines) + "\n"
+    text = core + "\n".join(peer_lines) + "\n"
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section()) + "\n"  # benchmarks/dask_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file

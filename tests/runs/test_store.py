@@ -51,3 +51,23 @@ def test_a_drawn_id_already_taken_is_drawn_again(tmp_path, monkeypatch):
     second = store.create("{}", "b")
     assert second == "20260101-000000-abcdef"
     assert {r["id"] for r in store.list()} == {first, second}
+
+
+def test_a_sink_holds_the_store_open_from_begin_to_end(tmp_path):
+    """Between begin and end the write-ahead log outlives each short write (no checkpoint on every
+    close: RunStore.hold); after end the last connection folds it into the store."""
+    from xcviz.runs.store import SqliteSink
+
+    store = RunStore(tmp_path)
+    run = store.create("{}", "held")
+    wal = store.path.with_name(store.path.name + "-wal")
+    sink = SqliteSink(store, run)
+    sink.begin({"n_labels": 3, "n": 5})
+    sink.write("iteration", {"loss": np.arange(4.0)})
+    assert wal.exists()
+    sink.end({})
+    assert not wal.exists()
+    frame, _ = store.records(run, "iteration")
+    assert frame["loss"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    store.append_batch(run, "iteration", {"loss": np.ones(2)})
+    assert not wal.exists()

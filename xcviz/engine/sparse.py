@@ -58,11 +58,19 @@ def _fill_rows(indptr, indices, data, n_features, normalize, bias, order, out_pt
         out_ptr[r + 1] = pos
 
 
-def prune_block(W, order, n_cols, threshold, chunk: int = 256):
+PRUNE_CHUNK_ENTRIES = 2**16  # weights per chunk of `prune_block`: its temporaries stay near 2 MB
+
+
+def prune_block(W, order, n_cols, threshold, chunk: int | None = None):
     """CSR pieces of W[order, :n_cols] keeping entries with |w| >= threshold (and w != 0).
 
     Returns (entries per row, column indices int32, values), rows in the given order. NumPy, a
-    chunk of rows at a time (its temporaries stay small): one compiled kernel fewer to load."""
+    chunk of rows at a time, by default PRUNE_CHUNK_ENTRIES weights' worth: the temporaries of a
+    chunk (its rows, their kept positions and values) are about 4 times the chunk's bytes, and on
+    small problems they made the peak of a whole training (BENCHMARKS.md, "Peak memory"). NumPy
+    rather than a kernel: one compiled kernel fewer to load."""
+    if chunk is None:
+        chunk = max(1, PRUNE_CHUNK_ENTRIES // max(n_cols, 1))
     counts = np.empty(order.shape[0], np.int64)
     idx, val = [], []
     for start in range(0, order.shape[0], chunk):

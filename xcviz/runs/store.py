@@ -210,6 +210,21 @@ class RunStore:
                 raise
             db.execute("COMMIT")
 
+    def hold(self) -> sqlite3.Connection | None:
+        """An idle connection to keep open while a run writes (close it when the run ends). SQLite
+        checkpoints the write-ahead log into the store and deletes it when the last connection
+        closes, so without one every short write paid a checkpoint: about half the cost of
+        recording (BENCHMARKS.md, "Cost of recording"). It holds no lock: the log is still
+        checkpointed as it grows. None on a read-only store."""
+        if self.read_only:
+            return None
+        try:
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, check_same_thread=False)
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        return db
+
     def _error(self, exc: sqlite3.Error) -> StoreError:
         if not self.path.exists():
             return StoreError(f"{self.path}: the run store is gone ({exc})")
@@ -436,10 +451,14 @@ class SqliteSink:
     def __init__(self, store: RunStore, run: str, token: str | None = None) -> None:
         self.store, self.run, self.token = store, run, token
         self._held: list[tuple[str, dict[str, np.ndarray]]] = []
+        self._keeper: sqlite3.Connection | None = None
 
     def begin(self, meta: dict) -> None:
         """Sets the run's label count, and keeps the problem's sizes as a `begin` record (readers
-        need the number of training rows to show the active set as a fraction)."""
+        need the number of training rows to show the active set as a fraction). Holds a store
+        connection open until `end` (RunStore.hold: the run's many short writes stay cheap)."""
+        if self._keeper is None:
+            self._keeper = self.store.hold()
         self.store.update(self.run, total=int(meta.get("n_labels", 0)))
         sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads") if k in meta}
         if sizes:
@@ -458,4 +477,8 @@ class SqliteSink:
         self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token)
 
     def end(self, summary: dict) -> None:
-        pass
+        """Lets go of the connection `begin` held (a run that fails before its end lets go of it
+        when the sink is collected)."""
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
