@@ -261,6 +261,25 @@ def bench_core(repeats: int, full_run: str | None = None) -> str:
     return render(machine(), results, recording, memory, bench_generator(3), repeats, full_run) + "\n"
 
 
+# Sections other scripts measure (benchmarks/profile_newton.py, kernel_loading.py, thread_scaling.py)
+# and the notes that read them: a run of this file keeps them, after DiSMEC++ side by side.
+KEPT = ("### Issue 16's targets", "## Where the time goes", "## Kernel loading of", "## Thread scaling")
+
+
+def _kept(old: str) -> str:
+    """The KEPT sections of an earlier BENCHMARKS.md, each up to the next heading of its level or above."""
+    out = []
+    for heading in KEPT:
+        start = old.find(f"\n{heading}")
+        if start < 0:
+            continue
+        level = heading.split(" ", 1)[0]
+        stops = [old.find(f"\n{h} ", start + 1) for h in ("#", "##", "###")[:len(level)]]
+        end = min([x for x in stops if x >= 0], default=len(old))
+        out.append(old[start + 1:end + 1])
+    return "".join(out)
+
+
 def _load() -> str:
     return " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
@@ -287,10 +306,14 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             end = old.index("\n## ", start + 1) + 1
             out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
-    if name == "dismecpp":
+    if name == "dismecpp":  # its own subsections (the kept "### Issue 16's targets" stays after them)
         lines = render_peers(bench_peers(repeats), repeats, _load())
         start = old.find(lines[0])
-        start, end = (start, old.index("\n## ", start + 1) + 1) if start >= 0 else (old.index("## MEMOIR"),) * 2
+        if start >= 0:
+            kept = old.find(f"\n{KEPT[0]}", start)
+            end = (kept if 0 <= kept < old.index("\n## ", start + 1) else old.index("\n## ", start + 1)) + 1
+        else:
+            start = end = old.index("## LDGS")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "ldgs":  # placed before MEMOIR's section
@@ -347,7 +370,7 @@ def main() -> None:
     core = bench_core(args.repeats)
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
-    text = core + "\n".join(peer_lines) + "\n"
+    text = core + "\n".join(peer_lines) + "\n" + (_kept(Path(args.out).read_text()) if Path(args.out).exists() else "")
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section()) + "\n"  # benchmarks/dask_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
