@@ -372,7 +372,7 @@ def main() -> None:
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
     text = core + "\n".join(peer_lines) + "\n" + (_kept(Path(args.out).read_text()) if Path(args.out).exists() else "")
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
-    text += "\n" + "\n".join(__import__("dask_bench").section()) + "\n"  # benchmarks/dask_bench.py
+    text += "\n" + "\n".join(__import__("dask_bench").section(args.repeats)) + "\n"  # benchmarks/dask_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)
