@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xcviz.runs.store import RunStore, StoreError
+from xcviz.runs.store import RunStore, SqliteSink, StoreError
 
 
 def _run_with_everything(store: RunStore, name: str) -> str:
@@ -56,8 +56,6 @@ def test_a_drawn_id_already_taken_is_drawn_again(tmp_path, monkeypatch):
 def test_a_sink_holds_the_store_open_from_begin_to_end(tmp_path):
     """Between begin and end the write-ahead log outlives each short write (no checkpoint on every
     close: RunStore.hold); after end the last connection folds it into the store."""
-    from xcviz.runs.store import SqliteSink
-
     store = RunStore(tmp_path)
     run = store.create("{}", "held")
     wal = store.path.with_name(store.path.name + "-wal")

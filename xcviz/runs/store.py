@@ -219,11 +219,9 @@ class RunStore:
         if self.read_only:
             return None
         try:
-            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, check_same_thread=False)
-            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            return self._connect()
         except sqlite3.Error as exc:
             raise self._error(exc) from None
-        return db
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
         if not self.path.exists():
