@@ -264,12 +264,14 @@ def bench_core(repeats: int, full_run: str | None = None) -> str:
 # Sections other scripts measure (benchmarks/profile_newton.py, kernel_loading.py, thread_scaling.py)
 # and the notes that read them: a run of this file keeps them, after DiSMEC++ side by side.
 KEPT = ("### Issue 16's targets", "## Where the time goes", "## Kernel loading of", "## Thread scaling")
+# a generated section's hand-written subsection (a profile made once, by hand): kept after the section
+DASK_NOTES = "### Where a Dask run's time went"
 
 
-def _kept(old: str) -> str:
-    """The KEPT sections of an earlier BENCHMARKS.md, each up to the next heading of its level or above."""
+def _kept(old: str, headings: tuple[str, ...] = KEPT) -> str:
+    """The sections `headings` of an earlier BENCHMARKS.md, each up to the next heading of its level or above."""
     out = []
-    for heading in KEPT:
+    for heading in headings:
         start = old.find(f"\n{heading}")
         if start < 0:
             continue
@@ -344,6 +346,8 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         lines = __import__("dask_bench").section(repeats)
         end = old.index("## Dashboard responsiveness")
         start = old.index(lines[0]) if lines[0] in old else end
+        notes = old.find(f"\n{DASK_NOTES}", start)
+        end = notes + 1 if 0 <= notes < end else end
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
@@ -370,9 +374,11 @@ def main() -> None:
     core = bench_core(args.repeats)
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
-    text = core + "\n".join(peer_lines) + "\n" + (_kept(Path(args.out).read_text()) if Path(args.out).exists() else "")
+    old = Path(args.out).read_text() if Path(args.out).exists() else ""
+    text = core + "\n".join(peer_lines) + "\n" + _kept(old)
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section(args.repeats)) + "\n"  # benchmarks/dask_bench.py
+    text += _kept(old, (DASK_NOTES,))
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)
