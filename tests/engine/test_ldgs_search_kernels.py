@@ -5,7 +5,7 @@ unrestricted one where they must agree."""
 import numpy as np
 import pytest
 
-from xcviz.engine.ldgs import CE, MARGIN, all_scores, bisimplex_thresholds, loss_grad, search_estimate
+from xcviz.engine.ldgs import CE, MARGIN, all_scores, bisimplex_thresholds, block_live, loss_grad, search_estimate
 from xcviz.oracles.block_index import BlockSphericalIndex
 from xcviz.solvers.ldgs_search import Estimator, block_bounds
 
@@ -76,6 +76,18 @@ def test_a_search_scores_changed_rows_and_refresh_follows_their_zeros():
     S, V, _, _ = index.search(phi, 300)
     assert ((S[0] >= 0).sum(axis=1) == 300).all() and (S[0] == 9).any(axis=1).all()
     np.testing.assert_allclose(V[0, 1][S[0, 1] == 9], W[9, 4:8] @ phi[0, 4:8], atol=1e-12)
+
+
+def test_block_live_counts_the_block_rows_that_came_alive():
+    W = np.zeros((4, 6))
+    bounds = block_bounds(6, 3)
+    live = np.zeros((3, 4), np.bool_)
+    W[1, 0] = W[1, 5] = W[3, 2] = 1.0
+    assert block_live(W, bounds, np.arange(4, dtype=np.int64), live) == 3
+    assert live.tolist() == [[False, True, False, False], [False, False, False, True], [False, True, False, False]]
+    W[1, 0], W[2, 3] = 0.0, 2.0  # one block row dies, one wakes; the rows not passed keep their flags
+    assert block_live(W, bounds, np.array([1, 2], np.int64), live) == 1
+    assert live.tolist() == [[False, False, False, False], [False, False, True, True], [False, True, False, False]]
 
 
 @pytest.mark.parametrize("mu", [1.0, 5.0])

@@ -305,8 +305,11 @@ def all_scores(W, phi, out):
 @njit(cache=True, nogil=True, parallel=True)
 def block_live(W, bounds, classes, live):
     """live[j, k] = whether class k's block row j of W is non-zero, for every k of `classes` (a zero
-    block row has no direction to cluster by and scores 0 for every query)."""
+    block row has no direction to cluster by and scores 0 for every query). Returns how many block
+    rows came alive (were zero before): in one pass, where comparing copies of the flags before
+    and after cost a batch of updates more than the flags themselves."""
     B = bounds.shape[0] - 1
+    woke = 0
     for t in prange(classes.shape[0]):
         k = classes[t]
         for j in range(B):
@@ -315,7 +318,9 @@ def block_live(W, bounds, classes, live):
                 if W[k, d] != 0.0:
                     nonzero = True
                     break
+            woke += nonzero and not live[j, k]
             live[j, k] = nonzero
+    return woke
 
 
 @njit(cache=True, nogil=True)

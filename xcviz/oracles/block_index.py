@@ -110,11 +110,8 @@ class BlockSphericalIndex:
         """Take note of the rows `classes` of W changed in place: their live flags follow (the
         clustering stays as it is until `update`)."""
         if len(classes):
-            classes = np.asarray(classes, np.int64)
-            was = self._live[:, classes]
-            block_live(self.W, self.bounds, classes, self._live)
-            if (self._live[:, classes] & ~was).any():  # a zero row came alive: the member lists grow
-                self._stacked = None
+            if block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live):
+                self._stacked = None  # a zero row came alive: the member lists grow
 
     def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(S, V, cut, probed): the top q classes of every block per query (n x B x q, -1 padding),
