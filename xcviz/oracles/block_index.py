@@ -77,7 +77,7 @@ class BlockSphericalIndex:
                        for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
         self._lists = (np.empty((B, n_clusters + 1), np.int64), np.empty((B, W.shape[0]), np.int64),
                        np.empty((B, n_clusters), np.bool_))
-        self._live = np.empty((self.n_blocks, W.shape[0]), np.bool_)
+        self._live = np.zeros((self.n_blocks, W.shape[0]), np.bool_)  # block_live compares with these
         block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live)
         self._stacked: tuple | None = None
 
