@@ -95,6 +95,11 @@ def read_dismecpp_model(index: Path, n_features: int):
                        solver="dismec", params={}, info={})
 
 
+def _pk_text(values: list[float]) -> str:
+    """P@1/3/5 as the tables print them: 40.10/30.20/20.30."""
+    return "/".join(f"{v:.2f}" for v in values)
+
+
 def _pk(test, topk) -> list[float]:
     from xcviz import metrics
 
@@ -206,9 +211,10 @@ def bench_peers(repeats: int = 5, problems: tuple[str, ...] = ("bibtex", "delici
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        files = {}
         for name in problems:
             print(f"peers: {name} ...", file=sys.stderr)
-            train, test = synthetic_files(work) if name == "synthetic" else bundled_files(name, work)
+            train, test = files[name] = synthetic_files(work) if name == "synthetic" else bundled_files(name, work)
             chosen = SYNTH_INITS if name == "synthetic" else inits
             runs = {f"{who} {init}": [] for init in chosen for who in ("xcviz", "dismecpp")}
             runs.update({"napkinxc": [], "omikuji": []})
@@ -221,7 +227,7 @@ def bench_peers(repeats: int = 5, problems: tuple[str, ...] = ("bibtex", "delici
                         runs[kind].append(run_python_peer(kind, train, test))
             results[name] = {key: _summary(v) for key, v in runs.items()}
         if SWEEP["problem"] in problems:
-            train, test = bundled_files(SWEEP["problem"], work)
+            train, test = files[SWEEP["problem"]]
             results["tolerance"] = {(init, eps): (run_xcviz(train, test, init, eps=eps)["p@k"],
                                                   run_dismecpp(binary, train, test, init, work, eps=eps)["p@k"])
                                     for init in SWEEP["inits"] for eps in SWEEP["eps"]}
@@ -265,13 +271,13 @@ def render(results: dict | None, repeats: int, load: str) -> list[str]:
                 continue
             runs = " ".join(f"{s:.2f}" for s in x["all"]), " ".join(f"{s:.2f}" for s in d["all"])
             lines.append(f"| {init} | {x['seconds']:.3f} | {d['seconds']:.3f} ({d['from_start']:.3f}) | "
-                         f"**{d['seconds'] / x['seconds']:.2f}x** | {'/'.join(f'{v:.2f}' for v in x['p@k'])} | "
-                         f"{'/'.join(f'{v:.2f}' for v in d['p@k'])} | {runs[0]} | {runs[1]} |")
+                         f"**{d['seconds'] / x['seconds']:.2f}x** | {_pk_text(x['p@k'])} | {_pk_text(d['p@k'])} | "
+                         f"{runs[0]} | {runs[1]} |")
         lines += ["", "| other peer | s (median) | P@1/3/5 |", "|---|---|---|"]
         for kind, label in (("napkinxc", "napkinXC BR"), ("omikuji", "omikuji (Parabel-like trees)")):
             r = rows[kind]
             lines.append(f"| {label} | not run: {r['error']} | |" if "error" in r else
-                         f"| {label} | {r['seconds']:.3f} | {'/'.join(f'{v:.2f}' for v in r['p@k'])} |")
+                         f"| {label} | {r['seconds']:.3f} | {_pk_text(r['p@k'])} |")
         lines.append("")
     if "tolerance" in results:
         lines += _render_tolerance(results["tolerance"], results[SWEEP["problem"]])
@@ -281,7 +287,6 @@ def render(results: dict | None, repeats: int, load: str) -> list[str]:
 def _render_tolerance(sweep: dict, rows: dict) -> list[str]:
     """P@1/3/5 of both trainers as the stopping tolerance tightens: a gap at the default tolerance that
     closes further down is where the two stop inside it, not a difference in what they solve."""
-    fmt = "/".join
     lines = [f"### {SWEEP['problem']}: P@1/3/5 against the stopping tolerance", "",
              f"The same runs with `--eps` (xcviz) and `--epsilon` (DiSMEC++) tightened (one run each; eps {EPS} "
              "is the table above). Both stop when the gradient norm falls below eps times the same scale "
@@ -293,8 +298,7 @@ def _render_tolerance(sweep: dict, rows: dict) -> list[str]:
         points += [(eps, *sweep[(init, eps)]) for eps in SWEEP["eps"]]
         for eps, x, d in points:
             gap = max(abs(a - b) for a, b in zip(x, d))
-            lines.append(f"| {init} | {eps:g} | {fmt(f'{v:.2f}' for v in x)} | {fmt(f'{v:.2f}' for v in d)} | "
-                         f"{gap:.2f} |")
+            lines.append(f"| {init} | {eps:g} | {_pk_text(x)} | {_pk_text(d)} | {gap:.2f} |")
     return lines + [""]
 
 
