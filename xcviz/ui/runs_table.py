@@ -4,7 +4,9 @@ a confirmation in the page) the ticked runs; the error of a failed run in its ro
 table when it is ticked.
 
 Ticked runs are remembered by id, so a refresh or a filter keeps them ticked; the table is only
-sent to the browser again when one of its cells changed. The browser reports ticks as row numbers
+sent to the browser again when one of its cells changed, its rows, columns and ticks in one message
+(Panel's Tabulator rebuilds itself shortly after its columns change and drops rows that reach it
+while it rebuilds). The browser reports ticks as row numbers
 of the data it holds, which may be a refresh behind the server's: so a refresh never moves a row.
 The rows are kept in the order the store made the runs (a new run is added after the others, its
 row number one past the last) and the browser sorts them newest first; only a run leaving the
@@ -157,11 +159,14 @@ class RunsTable:
             return self._show_errors()
         before = list(self.table.value["id"])
         moved = list(frame["id"].iloc[:len(before)]) != before  # a run left the list: the rows after it move
-        self.table.value = frame
-        # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
-        # them, and setting them here could undo a tick the browser has sent but we have not seen
-        if moved:
-            self.table.selection = [i for i, run in enumerate(frame["id"]) if run in self.ticked_ids]
+        # one message: new columns change the table's configuration, after which the page's
+        # Tabulator rebuilds itself (20 ms later) and drops rows that reach it while it rebuilds
+        with pn.io.hold():
+            self.table.value = frame
+            # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
+            # them, and setting them here could undo a tick the browser has sent but we have not seen
+            if moved:
+                self.table.selection = [i for i, run in enumerate(frame["id"]) if run in self.ticked_ids]
         self._show_errors()
 
     def _on_select(self, event) -> None:
