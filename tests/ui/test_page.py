@@ -678,6 +678,31 @@ def test_a_new_column_reaches_the_page_in_one_message_with_its_rows(page_server,
         _row(page, "column-arrival").wait_for(timeout=30000)
 
 
+def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
+    """A change of smoothing redraws every figure (data, ranges, ticks, titles) in one message: the
+    page paints once instead of once per property change (104 messages here before, one per
+    property changed)."""
+    root, _, _ = runs
+    with _held_page(page_server, root / "home") as (page, socket_, create):
+        for name in ("narrow-msi", "narrow-memoir"):
+            _tick(page, name)
+        before = _shows(page, {"narrow-msi", "narrow-memoir"})
+        try:
+            socket_.release(hold=True)
+            page.locator("select").filter(has_text="rolling median").last.select_option(label="EMA")
+            _wait_held(page, socket_, "EMA span")  # the titles' smoothing rule
+            page.wait_for_timeout(1000)  # anything else the change sends
+            headers = [json.loads(m) for m in socket_.queue if isinstance(m, str) and m.startswith('{"msgid"')]
+            patches = [h for h in headers if h["msgtype"] == "PATCH-DOC"]
+            assert len(patches) == 1, f"{len(patches)} messages"
+        finally:
+            socket_.release()
+        after = _until(page, lambda figs: len(figs) == len(before) and all("EMA" in f["title"] for f in figs)
+                       and _follow(figs))
+        assert all("EMA" in f["title"] for f in after)
+        assert_ranges_follow(after, "after smoothing")
+
+
 def test_a_refused_parameter_is_shown_and_blocks_compare(page, runs):
     root, _, _ = runs
     before = len(RunStore(root / "home").list())

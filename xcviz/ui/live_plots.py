@@ -119,46 +119,68 @@ class LivePlots:
 
     def redraw(self, text: bool = True) -> None:
         """Bring every figure (and with `text` the lines beside them) up to date; work only where a
-        run's records or the settings changed."""
-        axis = self.x_axis.value
+        run's records or the settings changed. The changes reach the page in one message, except
+        those of a figure that draws fewer runs or bands than before, which go first, one by one:
+        BokehJS painted a patches glyph whose source shrank within one message with the indices
+        of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin)."""
         fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
         new = [field for field in fields if field not in self._figures]
         for field in new:
             self._figure(field)
-        thinned, drawn = False, {}
-        for field in self._figures:
-            log_y = self._log_y(field)
-            fig = self._figures[field].object
-            curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
-                      ] if field in fields else []
-            thinned |= any(c["thinned"] for _, _, c in curves)
-            refs = self.references.get(field, []) if curves else []
-            sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
-            if self._sent.get(field) != sent:  # new data, or a new view of it: new ranges too
-                data = _columns([(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
-                for source, columns in zip(self._sources[field], data):
-                    source.data = columns
-                self._sent[field] = sent
-                view = (tuple(run for run, _, _ in curves), self._settings(), log_y, tuple(refs))
-                follow, self._views[field] = self._views.get(field) != view, view
-                self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
-                                                                refs, follow)
-                self._sources[field][3].data = _reference_columns(refs, log_y)
-            elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
-                retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
-            visible = self._drawn[field]
-            if visible:
-                set_log(fig.yaxis[0], log_y, FIELDS[field].label)
-                set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[axis])
-                drawn[field] = {self.runs[run].records.iterations.per_label() for run, _, c in curves
-                                if np.isfinite(c["median"]).any()}
-            if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
-                self._figures[field].visible = visible
-        self._titles_and_rules(drawn, thinned, text)
-        if new:  # added once drawn: the page receives each new figure whole, with its data, in one message
-            # (data sent separately could overtake the figure's own message and be refused by the page);
-            # the grid keeps the table's order whatever order the fields first appeared in
-            self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
+        plans = {field: self._plan(field, field in fields) for field in self._figures}
+        thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan[0])
+        shrinking = [field for field, plan in plans.items() if plan[4] is not None and any(
+            len(columns[key]) < len(source.data[key])
+            for source, columns, key in zip(self._sources[field], plan[4], ("xs", "xs", "x")))]
+        drawn: dict[str, set[bool]] = {}
+        for field in shrinking:
+            self._apply(field, plans.pop(field), drawn)
+        with pn.io.hold():
+            for field, plan in plans.items():
+                self._apply(field, plan, drawn)
+            self._titles_and_rules(drawn, thinned, text)
+            if new:  # added once drawn: the page receives each new figure whole, with its data (data sent
+                # apart could overtake the figure's own message and be refused by the page); the grid
+                # keeps the table's order whatever order the fields first appeared in
+                self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
+
+    def _plan(self, field: str, plotted: bool) -> tuple:
+        """A figure's curves for the shown runs (none if the runs do not plot its field), its y
+        scale, its reference lines, what its sources will hold, and their new data (None if they
+        hold it already)."""
+        log_y = self._log_y(field)
+        curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
+                  ] if plotted else []
+        refs = self.references.get(field, []) if curves else []
+        sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
+        data = None if self._sent.get(field) == sent else _columns(
+            [(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
+        return curves, log_y, refs, sent, data
+
+    def _apply(self, field: str, plan: tuple, drawn: dict[str, set[bool]]) -> None:
+        """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = whether
+        each run it draws has many labels."""
+        curves, log_y, refs, sent, data = plan
+        fig = self._figures[field].object
+        if data is not None:  # new data, or a new view of it: new ranges too
+            for source, columns in zip(self._sources[field], data):
+                source.data = columns
+            self._sent[field] = sent
+            view = (tuple(run for run, _, _ in curves), self._settings(), log_y, tuple(refs))
+            follow, self._views[field] = self._views.get(field) != view, view
+            self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
+                                                            refs, follow)
+            self._sources[field][3].data = _reference_columns(refs, log_y)
+        elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
+            retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
+        visible = self._drawn[field]
+        if visible:
+            set_log(fig.yaxis[0], log_y, FIELDS[field].label)
+            set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[self.x_axis.value])
+            drawn[field] = {self.runs[run].records.iterations.per_label() for run, _, c in curves
+                            if np.isfinite(c["median"]).any()}
+        if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
+            self._figures[field].visible = visible
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
              follow: bool = True) -> bool:
