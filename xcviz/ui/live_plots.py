@@ -18,6 +18,8 @@ the whole plot whatever the x range, so a pan or zoom never shows it cut.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool
@@ -75,6 +77,17 @@ def _reference_columns(refs: list[Reference], log_y: bool) -> dict:
             "label": [r.label for r in refs], "value": [r.value for r in refs]}
 
 
+class _Plan(NamedTuple):
+    """A figure's next state: its curves (run, state drawn, arrays), y scale and reference lines,
+    what its sources will hold, and their new data (None if they hold it already)."""
+
+    curves: list
+    log_y: bool
+    refs: list
+    sent: list
+    data: tuple | None
+
+
 class LivePlots:
     """The band plots of the runs given to `show`, with their controls."""
 
@@ -128,10 +141,10 @@ class LivePlots:
         for field in new:
             self._figure(field)
         plans = {field: self._plan(field, field in fields) for field in self._figures}
-        thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan[0])
-        shrinking = [field for field, plan in plans.items() if plan[4] is not None and any(
+        thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan.curves)
+        shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
             len(columns[key]) < len(source.data[key])
-            for source, columns, key in zip(self._sources[field], plan[4], ("xs", "xs", "x")))]
+            for source, columns, key in zip(self._sources[field], plan.data, ("xs", "xs", "x")))]
         drawn: dict[str, set[bool]] = {}
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)
@@ -144,10 +157,8 @@ class LivePlots:
                 # keeps the table's order whatever order the fields first appeared in
                 self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
 
-    def _plan(self, field: str, plotted: bool) -> tuple:
-        """A figure's curves for the shown runs (none if the runs do not plot its field), its y
-        scale, its reference lines, what its sources will hold, and their new data (None if they
-        hold it already)."""
+    def _plan(self, field: str, plotted: bool) -> _Plan:
+        """What a figure will draw for the shown runs (no curves if they do not plot its field)."""
         log_y = self._log_y(field)
         curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
                   ] if plotted else []
@@ -155,9 +166,9 @@ class LivePlots:
         sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
         data = None if self._sent.get(field) == sent else _columns(
             [(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
-        return curves, log_y, refs, sent, data
+        return _Plan(curves, log_y, refs, sent, data)
 
-    def _apply(self, field: str, plan: tuple, drawn: dict[str, set[bool]]) -> None:
+    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[bool]]) -> None:
         """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = whether
         each run it draws has many labels."""
         curves, log_y, refs, sent, data = plan
