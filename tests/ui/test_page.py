@@ -670,6 +670,7 @@ def test_a_new_column_reaches_the_page_in_one_message_with_its_rows(page_server,
             _wait_held(page, socket_, "column-arrival")
             page.wait_for_timeout(500)  # the rest of that refresh's messages
             rows = [m for m in socket_.queue if isinstance(m, str) and "column-arrival" in m]
+            assert rows, "no text message held back lists the new run"
             assert all('"configuration"' in m and "cg_eps" in m for m in rows), \
                 "the new row reached the page without the columns that show it"
         finally:
@@ -683,7 +684,7 @@ def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
     page paints once instead of once per property change (104 messages here before, one per
     property changed)."""
     root, _, _ = runs
-    with _held_page(page_server, root / "home") as (page, socket_, create):
+    with _held_page(page_server, root / "home") as (page, socket_, _):
         for name in ("narrow-msi", "narrow-memoir"):
             _tick(page, name)
         before = _shows(page, {"narrow-msi", "narrow-memoir"})
