@@ -8,6 +8,7 @@ from xcviz.runs.cluster import connect, parse_cluster
 from xcviz.runs.costmodel import list_schedule, predict_makespan
 from xcviz.runs.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec
+from xcviz.solvers.distributed import worker_addresses
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
 from xcviz.ui.figures import run_color
 from xcviz.ui.workers_view import WorkersView, lane_summary
@@ -125,7 +126,7 @@ def test_solvers_on_a_local_cluster_match_threads(bibtex, cluster, fit, params):
         pd.testing.assert_frame_equal(x.drop(columns=drop).sort_values(keys).reset_index(drop=True),
                                       y.drop(columns=drop).sort_values(keys).reset_index(drop=True))
     tasks = dask_sink.frame("task")
-    assert tasks["labels"].sum() == 60 and set(tasks["worker"]) == set(cluster[0].scheduler_info()["workers"])
+    assert tasks["labels"].sum() == 60 and set(tasks["worker"]) == set(worker_addresses(cluster[0]))
 
 
 STRANGER = """

@@ -176,6 +176,23 @@ def test_dask_sync_is_the_threads_sync_model(client, small):
     assert (it[it.iteration == 3]["bytes_moved"] > 0).all()  # W blocks travelled between the workers
 
 
+def test_dask_sync_asks_the_scheduler_for_its_workers_not_the_clients_cache(client, small, monkeypatch):
+    """The client's periodic refresh caches an identity without workers; read between a fresh
+    fetch and the read, it made a run fail at start ("no workers") or mid-wait ("worker left the
+    cluster", a CI failure). Here the cache always lists none and the workers are checked on every
+    wait of 1 ms: the run must still be the threads run."""
+    import xcviz.solvers.dsmlr_dask as dsmlr_dask
+    from distributed import Client
+
+    monkeypatch.setattr(Client, "scheduler_info", lambda self, *a, **k: {"workers": {}})
+    monkeypatch.setattr(dsmlr_dask, "LOST_CHECK", 1e-3)
+    X, Y = small
+    p = DsmlrParams(mode="sync", epochs=2, grid=4, alpha=200.0, lam=1e-3)
+    dask = fit_dsmlr(X, Y, p, threads=1, client=client)
+    threads = fit_dsmlr(X, Y, p, threads=1)
+    assert dask.info["workers"] == 2 and (threads.weights != dask.weights).nnz == 0
+
+
 class _KillingSink(SqliteSink):
     """Kills one Dask worker process (SIGKILL) when the second outer iteration is recorded."""
 

@@ -149,6 +149,7 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
         client.close()
         raise ClusterError(f"the Dask scheduler at {choice.address or choice.text} has no workers after "
                            f"{workers_timeout:g} s; start some with `dask worker {choice.address or ''} --nthreads 1`") from None
+    from ..solvers.distributed import worker_addresses
     from .worker_setup import ImportSolvers
 
     try:  # the solvers imported on every worker now (cluster_start_seconds), not in the first tasks
@@ -157,7 +158,7 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
         client.close()
         raise ClusterError(f"the Dask workers at {choice.address or choice.text} cannot import xcviz's solvers "
                            f"(is xcviz installed where they run?): {type(exc).__name__}: {exc}") from None
-    n_workers = len(client.scheduler_info()["workers"])
+    n_workers = len(worker_addresses(client))
     info = ClusterInfo(choice.text, n_workers, task_threads(choice, threads), round(time.monotonic() - t0, 4),
                        client.dashboard_link if choice.kind == "local" else None)
     return client, info

@@ -35,6 +35,14 @@ MIN_BLOCK_LABELS = 8
 _KERNEL = threading.Lock()  # one block at a time per worker process, whatever its --nthreads
 
 
+def worker_addresses(client) -> list[str]:
+    """The addresses of the cluster's workers, sorted, asked of the scheduler. Not
+    `client.scheduler_info()["workers"]`: that returns the client's cached identity, which the
+    client's periodic refresh (every 2 s, cluster totals only, no workers) can overwrite between
+    the fresh fetch and the read, so it sometimes lists no workers at all (distributed 2026.8)."""
+    return sorted(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
+
+
 def guided_sizes(n_todo: int, n_workers: int, largest: int) -> list[int]:
     """Block sizes for `n_todo` labels on `n_workers`: each 1/(GUIDE * n_workers) of the labels left
     (rounded up), at least MIN_BLOCK_LABELS, at most `largest`; a remainder below MIN_BLOCK_LABELS

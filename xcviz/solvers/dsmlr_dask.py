@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from ..data.shards import Shards, read_part
 from ..engine import dsmlr as K_
 from ..metrics import macro_f1_counts
+from .distributed import worker_addresses
 from .dsmlr import LabelCounts, Problem, State, ThreadSync, prepare
 
 LOST_CHECK = 1.0  # seconds between two checks that the run's workers are still there
@@ -177,7 +178,7 @@ class DaskSync(ThreadSync):
         sizes only (n_rows, n_classes, dim; no rows), the workers reading their row blocks from the
         parts (preprocessed by `preprocess` = (normalize, bias)) and the driver getting each row's
         label count into prob.lab_ptr."""
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         if not workers:
             raise RuntimeError("the Dask cluster has no workers")
         super().__init__(prob, G, len(workers), seed)
@@ -227,7 +228,7 @@ class DaskSync(ThreadSync):
                 wait(futures, timeout=LOST_CHECK)
                 break
             except TimeoutError:
-                gone = sorted(set(self.addresses) - set(self.client.scheduler_info()["workers"]))
+                gone = sorted(set(self.addresses) - set(worker_addresses(self.client)))
                 if gone:
                     raise self._lost(RuntimeError(f"worker {gone[0]} left the cluster")) from None
             except Exception as exc:  # a lost worker takes its scattered row blocks with it
