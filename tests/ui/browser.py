@@ -41,18 +41,20 @@ def browser_page(width: int = 1100, height: int = 900):
             playwright.stop()
 
 
-def page_text(page) -> str:
-    """All text of the page, shadow DOM included (Panel renders its components in shadow roots)."""
-    return page.evaluate("""() => {
+def page_text(page, shown: bool = False) -> str:
+    """All text of the page, shadow DOM included (Panel renders its components in shadow roots);
+    with `shown`, only the text of elements the page shows (not of hidden table columns)."""
+    return page.evaluate("""(shown) => {
         const out = [];
         const walk = (node) => {
-            if (node.nodeType === Node.TEXT_NODE) out.push(node.textContent);
+            if (node.nodeType === Node.TEXT_NODE && (!shown || node.parentElement?.checkVisibility()))
+                out.push(node.textContent);
             if (node.shadowRoot) walk(node.shadowRoot);
             node.childNodes.forEach(walk);
         };
         walk(document.body);
         return out.join(" ");
-    }""")
+    }""", shown)
 
 
 def cut_cells(page) -> list[str]:

@@ -54,7 +54,7 @@ def test_solver_switch_filters_errors_and_delete(prepared, server, home):
         page.locator("select").nth(1).select_option("ppdsparse")  # the solver
         _wait_for(page, "Variants to compare (loss)")
         _wait_for(page, "kappa")  # the solver's parameters follow its variants, in another update
-        text = page_text(page)
+        text = page_text(page, shown=True)  # the runs table holds every parameter's column, hidden
         assert "lam" in text and "kappa" in text and "msi_t" not in text
         page.get_by_placeholder("all solvers").click()  # the solver filter
         page.keyboard.type("ppdsparse")

@@ -3,10 +3,12 @@ final metrics side by side; filters by data set, solver and status; cancel, resu
 a confirmation in the page) the ticked runs; the error of a failed run in its row and above the
 table when it is ticked.
 
-Ticked runs are remembered by id, so a refresh or a filter keeps them ticked; the table is only
-sent to the browser again when one of its cells changed, its rows, columns and ticks in one message
-(Panel's Tabulator rebuilds itself shortly after its columns change and drops rows that reach it
-while it rebuilds). The browser reports ticks as row numbers
+The table's columns never change: every parameter of every solver has one, hidden unless its value
+differs among the runs, and so have accuracy and macro-F1, hidden until a run has them. A column
+shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a change of its
+columns and drop the rows that reach it while it rebuilds. Ticked runs are remembered by id, so a
+refresh or a filter keeps them ticked; the table is only sent to the browser again when one of its
+cells changed, with the columns shown and the ticks in the same message. The browser reports ticks as row numbers
 of the data it holds, which may be a refresh behind the server's: so a refresh never moves a row.
 The rows are kept in the order the store made the runs (a new run is added after the others, its
 row number one past the last) and the browser sorts them newest first; only a run leaving the
@@ -69,34 +71,43 @@ def run_row(row: dict, now: float | None = None) -> dict:
             "number": int(row.get("number") or 0)}
 
 
-def differing_params(rows: list[dict]) -> dict[str, list[str]]:
-    """The solver parameters whose values differ among these runs (the compared one aside, it is
-    the variant column): parameter -> each run's value as text ("" where a run has no such one)."""
+BASE = tuple(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None, "spec": "{}", "summary": {},
+                      "error": None, "id": ""}))
+# every solver parameter, in name order: a column each, whatever runs the store holds
+PARAMS = tuple(sorted({name for solver in SOLVERS.values() for name in solver.params().param}
+                      - {"name"} - set(BASE)))
+
+
+def param_texts(rows: list[dict]) -> dict[str, list[str]]:
+    """Every solver parameter (and any other a stored run names) -> each run's value as text (""
+    where a run has no such one, and for the run's compared parameter: it is the variant column)."""
     params = []
     for row in rows:
         spec = _spec(row)
         compare = SOLVERS[spec["solver"]].compare if spec.get("solver") in SOLVERS else None
         params.append({k: v for k, v in spec.get("params", {}).items() if k != compare})
-    names = sorted({k for p in params for k in p})
-    columns = {k: ["" if p.get(k) is None else str(p[k]) for p in params] for k in names}
-    return {k: v for k, v in columns.items() if len(set(v) - {""}) > 1}
+    names = list(PARAMS) + sorted({k for p in params for k in p} - set(PARAMS) - set(BASE))
+    return {k: ["" if p.get(k) is None else str(p[k]) for p in params] for k in names}
 
 
 def runs_frame(rows: list[dict]) -> pd.DataFrame:
     """The table of these store rows in the order they were made, indexed by their number in the
-    store (shown newest first by the page); columns for the parameters that differ among them;
-    accuracy and macro-F1 columns only if some run has them."""
+    store (shown newest first by the page): a column per solver parameter after the variant, all
+    metrics after them (`hidden` says which the page shows)."""
     rows = sorted(rows, key=lambda r: r.get("created") or 0)
-    frame = pd.DataFrame([run_row(r) for r in rows],
-                         columns=list(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None,
-                                               "spec": "{}", "summary": {}, "error": None, "id": ""})))
+    frame = pd.DataFrame([run_row(r) for r in rows], columns=list(BASE))
     frame.index = pd.Index(frame["number"].to_numpy(np.int64))
     at = frame.columns.get_loc("variant") + 1
-    for k, (name, values) in enumerate(differing_params(rows).items()):
-        if name not in frame:
-            frame.insert(at + k, name, values)
-    extra = [m for m in METRICS if m not in ALWAYS and frame[m].notna().any()]
-    return frame.drop(columns=[m for m in METRICS if m not in ALWAYS and m not in extra])
+    params = pd.DataFrame(param_texts(rows), index=frame.index)
+    return pd.concat([frame.iloc[:, :at], params, frame.iloc[:, at:]], axis=1)
+
+
+def hidden(frame: pd.DataFrame) -> list[str]:
+    """The columns the page hides: the ids, the parameters whose value does not differ among the
+    runs, and accuracy and macro-F1 while no run has them."""
+    same = [c for c in frame.columns[frame.columns.get_loc("variant") + 1:frame.columns.get_loc(METRICS[0])]
+            if len(set(frame[c]) - {""}) <= 1]
+    return ["id", "number", *same, *(m for m in METRICS if m not in ALWAYS and not frame[m].notna().any())]
 
 
 class RunsTable:
@@ -111,7 +122,7 @@ class RunsTable:
         self.table = pn.widgets.Tabulator(
             runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
             sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
-            hidden_columns=["id", "number"], sorters=[{"field": "number", "dir": "desc"}],  # newest first
+            hidden_columns=hidden(runs_frame([])), sorters=[{"field": "number", "dir": "desc"}],  # newest first
             configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
             # the table fits its columns to the first rows it shows: "0/0 labels" then cut "128/159 labels"
             widths={"done": 130},
@@ -155,14 +166,14 @@ class RunsTable:
         for column, widget in self.filters.items():
             if widget.value:
                 frame = frame[frame[column].isin(widget.value)]
-        if frame.equals(self.table.value):
+        shown = hidden(self._full)
+        if frame.equals(self.table.value) and shown == self.table.hidden_columns:
             return self._show_errors()
         before = list(self.table.value["id"])
         moved = list(frame["id"].iloc[:len(before)]) != before  # a run left the list: the rows after it move
-        # one message: new columns change the table's configuration, after which the page's
-        # Tabulator rebuilds itself (20 ms later) and drops rows that reach it while it rebuilds
-        with pn.io.hold():
+        with pn.io.hold():  # one message: a row and the column that shows its value arrive together
             self.table.value = frame
+            self.table.hidden_columns = shown
             # ticks follow their runs when rows move (a filter, a deletion); otherwise the table keeps
             # them, and setting them here could undo a tick the browser has sent but we have not seen
             if moved:
