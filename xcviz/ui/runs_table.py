@@ -8,8 +8,9 @@ differs among the runs, and so have accuracy and macro-F1, hidden until a run ha
 shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a change of its
 columns and drop the rows that reach it while it rebuilds. Ticked runs are remembered by id, so a
 refresh or a filter keeps them ticked; the table is only sent to the browser again when one of its
-cells changed, with the columns shown and the ticks in the same message. The browser reports ticks as row numbers
-of the data it holds, which may be a refresh behind the server's: so a refresh never moves a row.
+cells changed, with the columns shown and the ticks in the same message. The browser reports
+ticks as row numbers of the data it holds, which may be a refresh behind the server's: so a
+refresh never moves a row.
 The rows are kept in the order the store made the runs (a new run is added after the others, its
 row number one past the last) and the browser sorts them newest first; only a run leaving the
 list (a deletion, a filter) moves the rows after it, and the ticks are then put back by id.
