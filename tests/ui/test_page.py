@@ -697,6 +697,13 @@ def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
             headers = [json.loads(m) for m in socket_.queue if isinstance(m, str) and m.startswith('{"msgid"')]
             patches = [h for h in headers if h["msgtype"] == "PATCH-DOC"]
             assert len(patches) == 1, f"{len(patches)} messages"
+            # the ragged columns (a band's or a line's points per run) travel inside the message's JSON,
+            # not as a binary buffer each, which the server sends as two frames, each awaited (1,000
+            # frames for a change of smoothing with 20 runs: about a second)
+            changed = [e for m in socket_.queue if isinstance(m, str) and m.startswith('{"events"')
+                       for e in json.loads(m)["events"] if e["kind"] == "ColumnDataChanged"]
+            ragged = [value for e in changed for key, value in e["data"]["entries"] if key in ("xs", "ys")]
+            assert ragged and all(isinstance(xs, list) for v in ragged for xs in v), "ragged columns sent as buffers"
         finally:
             socket_.release()
         after = _until(page, lambda figs: len(figs) == len(before) and all("EMA" in f["title"] for f in figs)

@@ -47,7 +47,11 @@ def _segments(finite: np.ndarray) -> list[slice]:
 
 
 def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
-    """The data of a figure's three sources from its curves (run name, colour, arrays)."""
+    """The data of a figure's three sources from its curves (run name, colour, arrays). The ragged
+    columns (each band's and line's points) are lists: Bokeh sends every numpy array of a column
+    as a binary buffer of its own, two websocket frames the server awaits one after the other
+    (1,000 frames and about a second for a change of smoothing with 20 runs); lists travel inside
+    the message's JSON. The points' flat columns stay arrays, four buffers a figure."""
     bands = {"xs": [], "ys": [], "color": []}
     lines = {"xs": [], "ys": [], "color": [], "run": []}
     points = {"x": [], "y": [], "xv": [], "m": [], "run": [], "color": []}
@@ -55,11 +59,11 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
         if not np.isfinite(c["median"]).any():  # nothing of this run to draw here: not in the legend either
             continue
         for seg in _segments(np.isfinite(c["x"]) & np.isfinite(c["lower"]) & np.isfinite(c["upper"])):
-            bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])))
-            bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])))
+            bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])).tolist())
+            bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])).tolist())
             bands["color"].append(color)
-        lines["xs"].append(c["x"])
-        lines["ys"].append(c["median"])
+        lines["xs"].append(c["x"].tolist())
+        lines["ys"].append(c["median"].tolist())
         lines["color"].append(color)
         lines["run"].append(name)
         n = len(c["x"])
@@ -133,9 +137,11 @@ class LivePlots:
     def redraw(self, text: bool = True) -> None:
         """Bring every figure (and with `text` the lines beside them) up to date; work only where a
         run's records or the settings changed. The changes reach the page in one message, except
-        those of a figure that draws fewer runs or bands than before, which go first, one by one:
+        those of a figure that draws fewer bands or lines than before, which go first, one by one:
         BokehJS painted a patches glyph whose source shrank within one message with the indices
-        of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin)."""
+        of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin). Fewer points
+        (another x-axis thins them differently) do not count: that was most figures at every
+        switch of the x-axis, and the scatter glyph draws them right in one message."""
         fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
         new = [field for field in fields if field not in self._figures]
         for field in new:
@@ -143,8 +149,7 @@ class LivePlots:
         plans = {field: self._plan(field, field in fields) for field in self._figures}
         thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan.curves)
         shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
-            len(columns[key]) < len(source.data[key])
-            for source, columns, key in zip(self._sources[field], plan.data, ("xs", "xs", "x")))]
+            len(columns["xs"]) < len(source.data["xs"]) for source, columns in zip(self._sources[field], plan.data[:2]))]
         drawn: dict[str, set[bool]] = {}
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)
