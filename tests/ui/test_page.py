@@ -642,7 +642,7 @@ def test_a_tick_sticks_to_its_run_while_new_runs_arrive(page_server, runs):
             socket_.release()
         try:
             names.filter(has_text="late-arrival").wait_for(timeout=30000)
-        except PlaywrightError:  # seen once in a full CI run before the table's update became one message
+        except PlaywrightError:  # seen once in a full CI run while a new column still rebuilt the table
             # (the next test): keep what the page showed
             page.screenshot(path=str(ARTIFACTS / "late-arrival-missing.png"))
             raise AssertionError(f"the table shows {names.all_inner_texts()} on its page "

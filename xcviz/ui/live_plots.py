@@ -149,7 +149,8 @@ class LivePlots:
         plans = {field: self._plan(field, field in fields) for field in self._figures}
         thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan.curves)
         shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
-            len(columns["xs"]) < len(source.data["xs"]) for source, columns in zip(self._sources[field], plan.data[:2]))]
+            len(columns["xs"]) < len(source.data["xs"])
+            for source, columns in zip(self._sources[field], plan.data[:2]))]  # the bands and lines
         drawn: dict[str, set[bool]] = {}
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)

@@ -127,10 +127,11 @@ class RunsTable:
         self.filters = {c: pn.widgets.MultiChoice(label=c, options=[], width=150, placeholder=f"all {c}s"
                                                   if c != "status" else "any status", margin=(0, 5))
                         for c in FILTERED}
+        self._full = runs_frame([])
         self.table = pn.widgets.Tabulator(
-            runs_frame([]), selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
+            self._full, selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
             sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
-            hidden_columns=hidden(runs_frame([])), sorters=[{"field": "number", "dir": "desc"}],  # newest first
+            hidden_columns=hidden(self._full), sorters=[{"field": "number", "dir": "desc"}],  # newest first
             configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
             # the table fits its columns to the first rows it shows: "0/0 labels" then cut "128/159 labels"
             widths={"done": 130},
@@ -154,7 +155,6 @@ class RunsTable:
         self.confirm_button.on_click(locked(lambda _e: self._delete()))
         self.keep_button.on_click(lambda _e: setattr(self.confirm, "visible", False))
         self.ticked_ids: list[str] = []
-        self._full = runs_frame([])
         self.table.param.watch(self._on_select, "selection")
         for widget in self.filters.values():
             widget.param.watch(lambda _e: self._show(), "value")
