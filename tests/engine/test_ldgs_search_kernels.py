@@ -148,12 +148,12 @@ def test_restriction_only_scores_the_active_set_in_the_blocks_that_missed_it(los
     out = {}
     for restrict in (True, False):
         U, is_pos = np.empty((n, width), np.int64), np.empty((n, width), np.bool_)
-        Z, known = np.empty((n, width, B)), np.empty((n, width, B), np.bool_)
+        Z, known = np.empty((n, B, width)), np.empty((n, B, width), np.bool_)  # block-major
         count, coef = np.empty(n, np.int64), np.empty((n, width))
         value, n_active = np.empty(n), np.empty(n, np.int64)
         search_estimate(W, phi, index.bounds, S, V, ptr, idx, 1, 1e-3, loss, 1.0, restrict, U, is_pos, Z,
                         known, count, coef, value, n_active)
-        out[restrict] = (U, is_pos, known, count, coef, n_active)
+        out[restrict] = (U, is_pos, known.transpose(0, 2, 1), count, coef, n_active)
     U, is_pos, known, count, coef, n_active = out[True]
     for i in range(n):
         c = count[i]

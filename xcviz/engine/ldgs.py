@@ -195,78 +195,98 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     gradient dL/dz into grad. extra[0]: the log-partition (CE) or the score level v above which a
     new negative would enter the margin gradient (MARGIN); used by the certificate."""
     m = z.shape[0]
+    if loss == CE:
+        return _ce_loss_grad(z, pos, grad, extra)
+    # every class's level once: (z + 1) / mu for negatives, z / mu for positives (no division when
+    # mu = 1, where it is the identity)
+    lv = np.empty(m)
+    maxn, minp, n_pos = -np.inf, np.inf, 0
+    for k in range(m):
+        v = z[k] if pos[k] else z[k] + 1.0
+        if mu != 1.0:
+            v /= mu
+        lv[k] = v
+        if pos[k]:
+            minp = min(minp, v)
+            n_pos += 1
+        else:
+            maxn = max(maxn, v)
+    return margin_from_levels(lv, pos, n_pos, maxn, minp, mu, grad, extra)
+
+
+@njit(cache=True, nogil=True)
+def _ce_loss_grad(z, pos, grad, extra):
+    """`loss_grad` of the cross-entropy."""
+    m = z.shape[0]
     n_pos = 0
     for k in range(m):
-        grad[k] = 0.0
-        if pos[k]:
-            n_pos += 1
+        n_pos += pos[k]
     if n_pos == 0 or m == 0:
+        grad[:] = 0.0
         extra[0] = np.inf
         return 0.0
-    if loss == CE:
-        zmax = -np.inf
-        for k in range(m):
-            zmax = max(zmax, z[k])
-        total = 0.0
-        for k in range(m):
-            total += np.exp(z[k] - zmax)
-        lse = zmax + np.log(total)
-        value = 0.0
-        for k in range(m):
-            p = np.exp(z[k] - lse)
-            grad[k] = n_pos * p - (1.0 if pos[k] else 0.0)
-            if pos[k]:
-                value += lse - z[k]
-        extra[0] = lse
-        return value
-    # every class's level once (one division each): (z + 1) / mu for negatives, z / mu for positives
-    lv = np.empty(m)
-    maxn = -np.inf
-    minp = np.inf
+    zmax = -np.inf
     for k in range(m):
+        zmax = max(zmax, z[k])
+    total = 0.0
+    for k in range(m):
+        total += np.exp(z[k] - zmax)
+    lse = zmax + np.log(total)
+    value = 0.0
+    for k in range(m):
+        p = np.exp(z[k] - lse)
+        grad[k] = n_pos * p - (1.0 if pos[k] else 0.0)
         if pos[k]:
-            lv[k] = z[k] / mu
-            minp = min(minp, lv[k])
-        else:
-            lv[k] = (z[k] + 1.0) / mu
-            maxn = max(maxn, lv[k])
-    if maxn == -np.inf:
+            value += lse - z[k]
+    extra[0] = lse
+    return value
+
+
+@njit(cache=True, nogil=True)
+def margin_from_levels(lv, pos, n_pos, maxn, minp, mu, grad, extra):
+    """`loss_grad` of the smoothed max-margin from the levels lv (see there), with their count of
+    positives, largest negative and smallest positive level, which the caller finds in the pass
+    that computes them.
+
+    The N threshold is at least the threshold tau of the unit-simplex projection of the negatives
+    (their total is at most 1), found by Michelot's passes over the negatives above max - 1
+    (gathered once): only negatives above tau and positives within 1 of the smallest can be
+    non-zero, so the sort runs on those alone and the result is exact. Two vectorised passes
+    (`_raised_floor`) first raise the floor to (sum of a subset - 1) / its size, a lower bound of
+    tau (less a relative 1e-9 for its rounding), so that the exact passes start near tau (as close
+    as Condat's online pass, 2016, without its chain of dependent branches): they end on the same
+    set, the negatives above tau, from any lower bound. Three passes over the levels in all: the
+    caller's, one gathering both sides' candidates, one writing the gradient (and summing the
+    loss over its non-zero entries only: a zero alpha adds exactly 0)."""
+    m = lv.shape[0]
+    if n_pos == 0 or m == 0 or maxn == -np.inf:
+        grad[:] = 0.0
         extra[0] = np.inf
         return 0.0
-    # the N threshold is at least the threshold tau of the unit-simplex projection of the
-    # negatives (their total is at most 1), found by Michelot's passes over the negatives above
-    # max - 1 (gathered once): only negatives above tau and positives within 1 of the smallest can
-    # be non-zero, so the sort runs on those alone and the result is exact. Two vectorised
-    # passes (`_raised_floor`) first raise the floor to (sum of a subset - 1) / its size, a lower
-    # bound of tau (less a relative 1e-9 for its rounding), so that the exact passes start near
-    # tau (as close as Condat's online pass, 2016, without its chain of dependent branches): they
-    # end on the same set, the negatives above tau, from any lower bound
     buf = np.empty(m)
+    vp = np.empty(n_pos)
     nn, npp = 0, 0
     floor = maxn - 1.0
     for k in range(m):
+        v = lv[k]
         if pos[k]:
-            npp += lv[k] < minp + 1.0
-        elif lv[k] > floor:
-            buf[nn] = lv[k]
+            if v < minp + 1.0:
+                vp[npp] = v
+                npp += 1
+        elif v > floor:
+            buf[nn] = v
             nn += 1
     rho = _raised_floor(buf, nn, _raised_floor(buf, nn, floor))
     nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
-    vn = buf[:nn]
-    vp = np.empty(npp)
-    npp = 0
-    for k in range(m):
-        if pos[k] and lv[k] < minp + 1.0:
-            vp[npp] = lv[k]
-            npp += 1
-    tn, tp = bisimplex_thresholds(vn, vp)
+    tn, tp = bisimplex_thresholds(buf[:nn], vp[:npp])
     extra[0] = tn if tn != np.inf else minp
     value = 0.0
     for k in range(m):
         v = lv[k]
         alpha = min(v - tp, 0.0) if pos[k] else max(v - tn, 0.0)
         grad[k] = alpha
-        value += mu * (v * alpha - 0.5 * alpha * alpha)
+        if alpha != 0.0:
+            value += mu * (v * alpha - 0.5 * alpha * alpha)
     return value
 
 
@@ -469,23 +489,24 @@ def rescore(W, phi, bounds, cand_ptr, cands, pos_ptr, pos_idx, distinct, U, is_p
 
 @njit(cache=True, nogil=True)
 def _complete(zb, present, t, W, phi, i, bounds, ids):
-    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved. The
-    missing blocks' sums run side by side (independent additions instead of one chain per block),
-    each in coordinate order from 0: the numbers of `_dot`, bit for bit."""
-    B = zb.shape[1]
+    """Score candidate t (class ids[t]) exactly in every block where it was not retrieved (zb,
+    present: B x c, block-major). The missing blocks' sums run side by side (independent additions
+    instead of one chain per block), each in coordinate order from 0: the numbers of `_dot`, bit
+    for bit."""
+    B = zb.shape[0]
     k = ids[t]
     width = 0
     for j in range(B):
-        if not present[t, j]:
-            zb[t, j] = 0.0
+        if not present[j, t]:
+            zb[j, t] = 0.0
             width = max(width, bounds[j + 1] - bounds[j])
     for d in range(width):
         for j in range(B):
             col = bounds[j] + d
-            if not present[t, j] and col < bounds[j + 1]:
-                zb[t, j] += W[k, col] * phi[i, col]
+            if not present[j, t] and col < bounds[j + 1]:
+                zb[j, t] += W[k, col] * phi[i, col]
     for j in range(B):
-        present[t, j] = True
+        present[j, t] = True
 
 
 @njit(cache=True, nogil=True)
@@ -495,7 +516,7 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
     bit), and only the blocks a candidate lacks take the result. Eight independent sums keep
     eight rows of W in flight (the rows are scattered over W: their loads, not the additions,
     bound this loop)."""
-    B = zb.shape[1]
+    B = zb.shape[0]
     n = todo.shape[0]
     vals = np.empty(8)
     r = 0
@@ -505,7 +526,7 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
         for j in range(B):
             missing = False
             for u in range(8):
-                missing = missing or not present[todo[r + u], j]
+                missing = missing or not present[j, todo[r + u]]
             if not missing:
                 continue
             v0, v1, v2, v3, v4, v5, v6, v7 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -523,67 +544,89 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
             vals[4], vals[5], vals[6], vals[7] = v4, v5, v6, v7
             for u in range(8):
                 t = todo[r + u]
-                if not present[t, j]:
-                    zb[t, j] = vals[u]
-                    present[t, j] = True
+                if not present[j, t]:
+                    zb[j, t] = vals[u]
+                    present[j, t] = True
         r += 8
     for t in range(r, n):
         _complete(zb, present, todo[t], W, phi, i, bounds, ids)
 
 
 @njit(cache=True, nogil=True)
-def _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra):
+def _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra):
     """L(B (z~_j + lambda_j)) of block j over the candidates present in it (the others are -inf;
-    lambda is 0 where not `moved`); the gradient in g[:m] for the candidates at[:m]. Returns m."""
-    c, B = zb.shape
+    zb, present, lam: B x c, block-major, so a block's candidates are contiguous); the gradient in
+    g[:m] for the candidates at[:m]. Returns m. The margin loss's levels are computed in the
+    gathering pass itself (see `loss_grad`, whose numbers these are, bit for bit)."""
+    B, c = zb.shape
     m = 0
-    for t in range(c):  # branch-free: every candidate is written at m, the present ones advance m
-        v = zb[t, j] + lam[t, j] if moved[t] else zb[t, j]
-        x[m] = B * v
-        xp[m] = pos[t]
+    if loss == CE:
+        for t in range(c):  # branch-free: every candidate is written at m, the present ones advance m
+            x[m] = B * (zb[j, t] + lam[j, t])
+            xp[m] = pos[t]
+            at[m] = t
+            m += present[j, t]
+        extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
+        return m
+    maxn, minp, n_pos = -np.inf, np.inf, 0
+    for t in range(c):
+        p = pos[t]
+        v = B * (zb[j, t] + lam[j, t])
+        if not p:
+            v += 1.0
+        if mu != 1.0:
+            v /= mu
+        x[m] = v
+        xp[m] = p
         at[m] = t
-        m += present[t, j]
-    extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
+        here = present[j, t]
+        m += here
+        maxn = max(maxn, v if here and not p else -np.inf)  # selects, not branches: which
+        minp = min(minp, v if here and p else np.inf)  # candidates a block holds is data
+        n_pos += here and p
+    extra[1] = margin_from_levels(x[:m], xp[:m], n_pos, maxn, minp, mu, g[:m], extra)
     return m
 
 
 @njit(cache=True, nogil=True)
-def decomposed_loss(zb, present, lam, moved, pos, loss, mu, coef):
+def decomposed_loss(zb, present, lam, pos, loss, mu, coef):
     """G(Lambda) = (1/B) sum_j L(B (z~_j + lambda_j)) (Theorem 1's objective, each block over the
     candidates present in it); coef = (1/B) sum_j of the block gradients (Algorithm 2's output)."""
-    c, B = zb.shape
+    B, c = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     coef[:] = 0.0
     value = 0.0
+    share = 1.0 / B
     for j in range(B):
-        m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
+        m = _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra)
         value += extra[1] / B
         for r in range(m):
-            coef[at[r]] += g[r] / B
+            coef[at[r]] += g[r] * share
     return value
 
 
 @njit(cache=True, nogil=True)
-def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi, i, bounds, ids):
+def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bounds, ids):
     """Algorithm 2's loop on one sample, restricted to the active set: T = steps greedy steps from
-    lam (c x B; rows not `moved` count as 0). Each step computes A (candidates with a block gradient
-    above tau2 in some block, each block over the candidates present in it), scores A's members
-    exactly in the blocks that did not retrieve them (O(h |A|)) and moves lambda_k towards
-    z~_k / B - z~_kj on A only (O(B |A|)). When trace has steps + 1 entries, trace[t] = G(Lambda)
-    after t steps (trace[0]: before). Returns |A| of the last step."""
-    c, B = zb.shape
+    lam (zb, present, lam: B x c, block-major; lam is 0 outside the candidates moved). Each step
+    computes A (candidates with a block gradient above tau2 in some block, each block over the
+    candidates present in it), scores A's members exactly in the blocks that did not retrieve them
+    (O(h |A|)) and moves lambda_k towards z~_k / B - z~_kj on A only (O(B |A|)). When trace has
+    steps + 1 entries, trace[t] = G(Lambda) after t steps (trace[0]: before). Returns |A| of the
+    last step."""
+    B, c = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     active = np.zeros(c, np.bool_)
     todo = np.empty(c, np.int64)
     scratch = np.empty(c)
     tracing = trace.shape[0] == steps + 1
     if tracing:
-        trace[0] = decomposed_loss(zb, present, lam, moved, pos, loss, mu, scratch)
+        trace[0] = decomposed_loss(zb, present, lam, pos, loss, mu, scratch)
     n_active = 0
     for t in range(1, steps + 1):
         active[:] = False
         for j in range(B):
-            m = _block_loss(zb, present, lam, moved, j, pos, loss, mu, x, xp, at, g, extra)
+            m = _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra)
             for r in range(m):
                 active[at[r]] |= abs(g[r]) > tau2
         eta = 2.0 / (t + 2.0)
@@ -594,37 +637,36 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, moved, trace, W, phi,
         _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
         for r in range(n_active):
             k = todo[r]
-            if not moved[k]:
-                lam[k, :] = 0.0
-                moved[k] = True
             zt = 0.0
             for j in range(B):
-                zt += zb[k, j]
+                zt += zb[j, k]
             for j in range(B):
-                lam[k, j] = eta * (zt / B - zb[k, j]) + (1.0 - eta) * lam[k, j]
+                lam[j, k] = eta * (zt / B - zb[j, k]) + (1.0 - eta) * lam[j, k]
         if tracing:
-            trace[t] = decomposed_loss(zb, present, lam, moved, pos, loss, mu, scratch)
+            trace[t] = decomposed_loss(zb, present, lam, pos, loss, mu, scratch)
     return n_active
 
 
 @njit(cache=True, nogil=True)
 def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
-    """`messages` with every candidate scored in every block and lam (c x B) as given."""
+    """`messages` with every candidate scored in every block, zb and lam c x B (lam updated in place)."""
     c, B = zb.shape
-    present = np.ones((c, B), np.bool_)
-    moved = np.ones(c, np.bool_)
+    present = np.ones((B, c), np.bool_)
+    lam_b = np.ascontiguousarray(lam.T)
     none = np.empty((0, 1))
-    return messages(zb.copy(), present, pos, steps, tau2, loss, mu, lam, moved, trace, none, none, 0,
-                    np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
+    n_active = messages(np.ascontiguousarray(zb.T), present, pos, steps, tau2, loss, mu, lam_b, trace, none, none, 0,
+                        np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
+    lam[:] = lam_b.T
+    return n_active
 
 
 @njit(cache=True, nogil=True)
 def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
     """Sample i's candidates: U[i, :u] = its positives, then the union of the S_j in retrieval
-    order, each class once; Z[i, s, j], present[i, s, j] = the block scores retrieved. The classes
-    map to their slots s through the weight store's hash table (weightstore.find/insert) sized to
-    the sample's entries (a few kB, so it stays in cache, where a K-sized map misses on nearly
-    every look-up). Returns u."""
+    order, each class once; Z[i, j, s], present[i, j, s] = the block scores retrieved (block-major).
+    The classes map to their slots s through the weight store's hash table (weightstore.find/insert)
+    sized to the sample's entries (a few kB, so it stays in cache, where a K-sized map misses on
+    nearly every look-up). Returns u."""
     B, q = S.shape[1], S.shape[2]
     entries = pos_ptr[i + 1] - pos_ptr[i]
     for j in range(B):
@@ -632,6 +674,7 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
             if S[i, j, t] < 0:
                 break
             entries += 1
+    present[i, :, :entries] = False
     bits = 4
     while (1 << bits) < 2 * entries:
         bits += 1
@@ -646,7 +689,6 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
         insert(keys, slots, shift, k, u)
         U[i, u] = k
         is_pos[i, u] = True
-        present[i, u, :] = False
         u += 1
     for j in range(B):
         for t in range(q):
@@ -659,10 +701,9 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
                 insert(keys, slots, shift, k, u)
                 U[i, u] = k
                 is_pos[i, u] = False
-                present[i, u, :] = False
                 u += 1
-            Z[i, s, j] = V[i, j, t]
-            present[i, s, j] = True
+            Z[i, j, s] = V[i, j, t]
+            present[i, j, s] = True
     return u
 
 
@@ -671,17 +712,19 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
                     U, is_pos, Z, present, count, coef, value, n_active):
     """mips (one block) and decomp (Algorithm 2) from the block searches S (ids, -1 padding) and
     their block scores V: the candidates U[i, :count[i]] are the positives then the union of the
-    S_j in retrieval order (see `_union`); block j
-    knows its own retrieved scores (Z[i, t, j], present[i, t, j]) and the positives' (scored exactly
-    in every block); `restrict` = False scores every candidate in every block first (the
-    unrestricted message passing, O(h |U|)). Then `steps` greedy steps and the output gradient
+    S_j in retrieval order (see `_union`); block j knows its own retrieved scores (Z[i, j, t],
+    present[i, j, t]: n x B x width, block-major) and the positives' (scored exactly in every
+    block); `restrict` = False scores every candidate in every block first (the unrestricted
+    message passing, O(h |U|)). Then `steps` greedy steps and the output gradient
     coef[i, :count[i]] = (1/B) sum_j grad L(B (z~_j + lambda_j)), value[i] = G(Lambda)."""
     n, B = S.shape[0], S.shape[1]
+    if Z.shape[1] != B or present.shape[1] != B:
+        raise ValueError("Z and present are n x B x width (block-major)")
     for i in prange(n):
         u = _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present)
         ids = U[i, :u]
-        zb = Z[i, :u, :]
-        known = present[i, :u, :]
+        zb = Z[i, :, :u]
+        known = present[i, :, :u]
         pos = is_pos[i, :u]
         todo = np.empty(u, np.int64)
         m = 0
@@ -690,29 +733,28 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
                 todo[m] = s
                 m += 1
         _complete_many(zb, known, todo[:m], W, phi, i, bounds, ids)
-        lam = np.empty((u, B))
-        moved = np.zeros(u, np.bool_)
+        lam = np.zeros((B, u))
         out = coef[i, :u]
         if B == 1:
-            value[i] = decomposed_loss(zb, known, lam, moved, pos, loss, mu, out)
+            value[i] = decomposed_loss(zb, known, lam, pos, loss, mu, out)
             m = 0
             for s in range(u):
                 m += abs(out[s]) > tau2
             n_active[i] = m
         else:
-            n_active[i] = messages(zb, known, pos, steps, tau2, loss, mu, lam, moved, np.empty(0), W, phi, i,
-                                   bounds, ids)
-            value[i] = decomposed_loss(zb, known, lam, moved, pos, loss, mu, out)
+            n_active[i] = messages(zb, known, pos, steps, tau2, loss, mu, lam, np.empty(0), W, phi, i, bounds, ids)
+            value[i] = decomposed_loss(zb, known, lam, pos, loss, mu, out)
         count[i] = u
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def complete_scores(W, phi, bounds, U, count, Z, present):
-    """Score every candidate exactly in every block (the certificate needs the exact scores of U)."""
+    """Score every candidate exactly in every block (Z, present: n x B x width; the certificate
+    needs the exact scores of U)."""
     for i in prange(U.shape[0]):
         c = count[i]
         for t in range(c):
-            _complete(Z[i, :c, :], present[i, :c, :], t, W, phi, i, bounds, U[i, :c])
+            _complete(Z[i, :, :c], present[i, :, :c], t, W, phi, i, bounds, U[i, :c])
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -807,7 +849,7 @@ def certify(Z, is_pos, count, upper, n_classes, loss, mu, tau2, out):
     gradient of the loss on U: every such class scores at most upper[i] (the summed block bounds);
     margin: (upper + 1) / mu must not exceed the entering level; CE: the outside classes' total
     gradient mass |P| (K - |U|) exp(upper - lse_U) must stay below tau2."""
-    n, _, B = Z.shape
+    n, B = Z.shape[0], Z.shape[1]
     for i in prange(n):
         c = count[i]
         if c >= n_classes:
@@ -816,7 +858,7 @@ def certify(Z, is_pos, count, upper, n_classes, loss, mu, tau2, out):
         z = np.zeros(c)
         for k in range(c):
             for j in range(B):
-                z[k] += Z[i, k, j]
+                z[k] += Z[i, j, k]
         g = np.empty(c)
         extra = np.empty(1)
         pos = is_pos[i, :c]

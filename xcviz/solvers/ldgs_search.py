@@ -114,7 +114,7 @@ class Estimator:
         t1 = time.perf_counter()
         width = B * self.q + max_pos
         U, is_pos = np.empty((n, width), np.int64), np.empty((n, width), np.bool_)
-        Z, known = np.empty((n, width, B)), np.empty((n, width, B), np.bool_)
+        Z, known = np.empty((n, B, width)), np.empty((n, B, width), np.bool_)  # block-major
         count, coef = np.empty(n, np.int64), np.empty((n, width))
         value, n_active = np.empty(n), np.empty(n, np.int64)
         search_estimate(self.W, phi, index.bounds, S, V, pos_ptr, pos_idx, self.steps, self.tau2, self.loss, self.mu,
