@@ -209,7 +209,7 @@ def render(results: dict) -> list[str]:
             f"(target: sampled below): {'met' if sampled_t < decomp_t else 'missed'}.",
             f"- {name}: not a target, for comparison: the same sampler on the margin loss at decomp's time "
             f"{margin_t:.2f} ({rows[SAMPLED_MARGIN]['timed_epochs']:.2f} epochs), "
-            f"{'below' if margin_t < decomp_t else 'above'} decomp."]
+            f"{'below' if margin_t < decomp_t else 'equal to' if margin_t == decomp_t else 'above'} decomp."]
     return lines + ["### Targets", ""] + checks + [""]
 
 
