@@ -243,19 +243,20 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from .runs.progress import progress_text
     from .runs.store import RunStore
 
     rows = RunStore(args.home, create=False).list()
     shown = [{"id": r["id"], "name": _printable(r["name"]), "status": r["status"], "pid": r["pid"],
-              "progress": f"{r['done']}/{r['total']}", "error": r["error"],
+              "progress": progress_text(r), "done": r["done"], "total": r["total"], "error": r["error"],
               **{k: round(v, 2) for k, v in r["summary"].items() if k in ("p@1", "p@5", "ndcg@5", "psp@5")}}
              for r in rows]
     if args.json:
         print(json.dumps(shown))
         return 0
-    print(f"{'id':<24} {'status':<11} {'progress':>10} {'p@1':>6} {'p@5':>6}  name")
+    print(f"{'id':<24} {'status':<11} {'progress':>16} {'p@1':>6} {'p@5':>6}  name")
     for r in shown:
-        print(f"{r['id']:<24} {r['status']:<11} {r['progress']:>10} {r.get('p@1', ''):>6} {r.get('p@5', ''):>6}  {r['name']}")
+        print(f"{r['id']:<24} {r['status']:<11} {r['progress']:>16} {r.get('p@1', ''):>6} {r.get('p@5', ''):>6}  {r['name']}")
     return 0
 
 

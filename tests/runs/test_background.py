@@ -14,6 +14,7 @@ from xcviz.cli import main
 from xcviz.data import load
 from xcviz.models import SparseModel
 from xcviz.runs.launcher import launch, resume, wait
+from xcviz.runs.progress import progress_text
 from xcviz.runs.spec import RunSpec, SpecError
 from xcviz.runs.store import SCHEMA_VERSION, RunStore, StoreError
 from xcviz.solvers.dismec import DismecParams, fit_dismec
@@ -128,6 +129,7 @@ def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
     assert main(["runs", "--home", str(tmp_path), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed[0]["status"] == "cancelled" and listed[0]["name"] == "to-cancel"
+    assert listed[0]["progress"] == f"{final['labels_done']}/983 labels" == f"{listed[0]['done']}/983 labels"
     assert main(["resume", run, "--home", str(tmp_path)]) == 0
     capsys.readouterr()
     assert wait(store, run, timeout=300)["status"] == "done"
@@ -146,6 +148,7 @@ def test_a_multiclass_run_streams_diagnostics_cancels_and_restarts(tmp_path):
     store.request_cancel(run)
     final = wait(store, run, timeout=120)
     assert final["status"] == "cancelled" and 0 < final["done"] < final["total"]
+    assert progress_text(store.get(run)) == f"{200 * final['done'] / final['total']:.1f}/200 epochs"
     partial = SparseModel.load(tmp_path / "runs" / run / "model")
     assert partial.solver == "memoir" and partial.weights.nnz > 0
     before = len(store.records(run, "iteration")[0])

@@ -13,6 +13,7 @@ from xcviz.runs.store import RunStore
 from xcviz.ui.dashboard import Dashboard
 from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 from xcviz.ui.launch import LaunchPanel
+from xcviz.ui.runs_table import runs_frame
 
 
 class OracleParams(param.Parameterized):
@@ -160,13 +161,29 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     table.filters["solver"].value = []
     assert table.table.selection == [2] and table.ticked() == [runs[2]]  # the tick followed its run
     table.delete_button.clicks += 1
-    assert table.confirm.visible and "Delete 1 run?" in table.confirm_text.object
+    assert table.confirm.visible and "Delete 1 run?** This removes its records and model." in table.confirm_text.object
     table.keep_button.clicks += 1
     assert not table.confirm.visible and len(store.list()) == 3
     table.delete_button.clicks += 1
     table.confirm_button.clicks += 1
     assert [r["id"] for r in store.list()] == runs[:2] and list(table.table.value["id"]) == runs[:2]
     assert runs[2] not in dashboard.cache.runs
+
+
+def test_runs_table_column_types_do_not_depend_on_the_rows(tmp_path):
+    """Panel's Tabulator names a number sorter for numeric columns in its configuration and
+    rebuilds itself, dropping the page's ticks, when that changes: the ETA column was numbers while
+    a run trained and None, an object column, once none did."""
+    store = RunStore(tmp_path)
+    runs = fill_store(store, runs=2, records=10)
+    store.update(runs[1], status="running", started=time.time() - 10, done=3, total=10)
+    frames = [runs_frame(store.list())]
+    store.update(runs[1], status="done", done=10, summary={"accuracy": 50.0})
+    frames += [runs_frame(store.list()), runs_frame([])]
+    assert frames[0]["ETA s"].notna().any() and frames[1]["ETA s"].isna().all()
+    for frame in frames[1:]:
+        assert frame.dtypes.to_dict() == frames[0].dtypes.to_dict()
+    assert frames[0]["ETA s"].dtype.kind == "f" and frames[0]["accuracy"].dtype.kind == "f"
 
 
 def test_interactions_stay_quick_with_20_runs_of_100k_records(tmp_path):

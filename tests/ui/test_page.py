@@ -562,12 +562,15 @@ class _HeldSocket:
 
     def __init__(self) -> None:
         self.hold, self.queue, self._page, self._sending = False, [], None, False
+        self.seen: list[str] = []  # every text message the server sent, in order
 
     def route(self, ws) -> None:
         self._page = ws
         ws.connect_to_server().on_message(self._from_server)
 
     def _from_server(self, message) -> None:
+        if isinstance(message, str):
+            self.seen.append(message)
         self.queue.append(message)
         self.release(self.hold)
 
@@ -804,3 +807,28 @@ def test_first_visit_explains_and_offers_the_example(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_tick_stays_on_the_page_while_its_run_changes_status(page_server, runs):
+    """A ticked run that starts (an ETA shows), then ends with metrics no other run has (a column
+    shows, the last ETA goes): its box stays ticked on the page through every refresh, as the
+    server's tick does. Panel's Tabulator rebuilds itself when a column's type changes (its
+    configuration names a number sorter for numeric columns) and drops the ticks as it does: the
+    ETA column went from numbers to None, an object column, when the last running run stopped."""
+    root, _, _ = runs
+    store = RunStore(root / "home")
+    with _held_page(page_server, root / "home") as (page, socket_, create):
+        run = create(RunSpec(dataset="bibtex", solver="dismec", params={}), "changing")
+        box = _row(page, "changing").locator("input[type=checkbox]")
+        box.wait_for(timeout=30000)
+        box.click()
+        page.get_by_text("runs shown: 1, ticked").wait_for(timeout=30000)
+        for values in ({"status": "running", "started": time.time() - 10, "done": 3, "total": 159},
+                       {"status": "done", "done": 159, "summary": {"p@1": 60.0, "accuracy": 50.0, "macro_f1": 20.0}}):
+            store.update(run, **values)
+            _row(page, "changing").filter(has_text=values["status"]).wait_for(timeout=30000)
+            page.wait_for_timeout(1500)  # a refresh or two later
+            assert box.is_checked(), f"the tick went when the run became {values['status']}"
+            assert page.locator(".tabulator-row input[type=checkbox]:checked").count() == 1
+        changed = [m for m in socket_.seen if '"attr":"configuration"' in m]
+        assert not changed, "the table's configuration changed: it rebuilt"

@@ -216,13 +216,13 @@ class LivePlots:
         smoothing = smoothing_rule(self.smoothing.value, self.window.value)
         for field, per_label in drawn.items():
             wall = axis == "wall"
-            if per_label == {True}:
-                what = "median and 5-95% band over labels" + (", per wall-time bin" if wall else "")
+            if per_label == {True}:  # short: a figure is a third of the page wide (the rules below say more)
+                what = "median, 5-95% band over labels" + (" per time bin" if wall else "")
             elif per_label == {False}:
-                what = "median and 5-95% band of each wall-time bin's records" if wall else "one trajectory per run"
+                what = "median, 5-95% band per time bin" if wall else "one trajectory per run"
             else:
-                what = ("median and 5-95% band over labels (single-trajectory runs: over records), per wall-time bin"
-                        if wall else "median and 5-95% band over labels; single-trajectory runs as one line")
+                what = ("median, 5-95% band over labels or records per time bin" if wall
+                        else "median, 5-95% band over labels; one line for single-trajectory runs")
             title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
             if self._titles.get(field) != title:
                 self._figures[field].object.title.text = self._titles[field] = title

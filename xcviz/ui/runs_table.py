@@ -17,7 +17,6 @@ list (a deletion, a filter) moves the rows after it, and the ticks are then put 
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import Callable
 
@@ -28,6 +27,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from ..runs.aggregate import eta_seconds
 from ..runs.launcher import resume
+from ..runs.progress import progress_text, run_spec
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
 from .figures import locked
@@ -38,34 +38,16 @@ ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi
 FILTERED = ("dataset", "solver", "status")
 
 
-def _spec(row: dict) -> dict:
-    try:
-        return json.loads(row["spec"])
-    except (TypeError, ValueError):
-        return {}
-
-
-def progress_text(row: dict, spec: dict | None = None) -> str:
-    """What a run has done, in what its solver counts: labels (one-vs-all) or epochs (multiclass)."""
-    spec = _spec(row) if spec is None else spec
-    solver = SOLVERS.get(spec.get("solver", ""))
-    done, total = int(row["done"]), int(row["total"])
-    if solver is not None and solver.multiclass:
-        epochs = spec.get("params", {}).get("epochs") or solver.params().param["epochs"].default
-        return f"{epochs * done / total if total else 0:.1f}/{epochs} epochs"
-    return f"{done}/{total} labels"
-
-
 def run_row(row: dict, now: float | None = None) -> dict:
     """One line of the table from a store row."""
-    spec = _spec(row)
+    spec = run_spec(row)
     solver = spec.get("solver", "")
     compare = SOLVERS[solver].compare if solver in SOLVERS else None
     done, total = int(row["done"]), int(row["total"])
     eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
     return {"name": row["name"], "status": row["status"], "error": row["error"] or "",
             "progress": round(100 * done / total) if total else 0, "done": progress_text(row, spec),
-            "ETA s": round(eta) if row["status"] == "running" and eta is not None else None,
+            "ETA s": float(round(eta)) if row["status"] == "running" and eta is not None else np.nan,
             "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
             **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"],
@@ -74,6 +56,10 @@ def run_row(row: dict, now: float | None = None) -> dict:
 
 BASE = tuple(run_row({"name": "", "status": "", "done": 0, "total": 0, "started": None, "spec": "{}", "summary": {},
                       "error": None, "id": ""}))
+# each column's type, whatever the rows: Panel's Tabulator gives numeric columns a number sorter in
+# its configuration, and rebuilds itself (dropping the page's ticks) when that changes
+BASE_TYPES = {c: np.float64 if c == "ETA s" or c in METRICS else np.int64 if c in ("progress", "number") else object
+              for c in BASE}
 # every solver parameter, in name order: a column each, whatever runs the store holds
 PARAMS = tuple(sorted({name for solver in SOLVERS.values() for name in solver.params().param}
                       - {"name"} - set(BASE)))
@@ -86,7 +72,7 @@ def param_frame(rows: list[dict], index: pd.Index) -> pd.DataFrame:
     for 20 runs, each refresh."""
     params = []
     for row in rows:
-        spec = _spec(row)
+        spec = run_spec(row)
         compare = SOLVERS[spec["solver"]].compare if spec.get("solver") in SOLVERS else None
         params.append({k: v for k, v in spec.get("params", {}).items() if k != compare})
     names = list(PARAMS) + sorted({k for p in params for k in p} - set(PARAMS) - set(BASE))
@@ -104,7 +90,7 @@ def runs_frame(rows: list[dict]) -> pd.DataFrame:
     store (shown newest first by the page): a column per solver parameter after the variant, all
     metrics after them (`hidden` says which the page shows)."""
     rows = sorted(rows, key=lambda r: r.get("created") or 0)
-    frame = pd.DataFrame([run_row(r) for r in rows], columns=list(BASE))
+    frame = pd.DataFrame([run_row(r) for r in rows], columns=list(BASE)).astype(BASE_TYPES)
     frame.index = pd.Index(frame["number"].to_numpy(np.int64))
     at = frame.columns.get_loc("variant") + 1
     return pd.concat([frame.iloc[:, :at], param_frame(rows, frame.index), frame.iloc[:, at:]], axis=1)
@@ -231,8 +217,8 @@ class RunsTable:
         if not runs:
             self.say("Tick the runs to delete first.", "warning")
             return
-        self.confirm_text.object = (f"**Delete {len(runs)} run{'s' if len(runs) > 1 else ''}?** "
-                                    "This removes their records and models.")
+        self.confirm_text.object = (f"**Delete {len(runs)} runs?** This removes their records and models."
+                                    if len(runs) > 1 else "**Delete 1 run?** This removes its records and model.")
         self.confirm.visible = True
 
     def _delete(self) -> None:

@@ -1,0 +1,25 @@
+"""What a run has done, in what its solver counts, for the runs table and `xcviz runs` alike."""
+from __future__ import annotations
+
+import json
+
+from ..solvers import SOLVERS
+
+
+def run_spec(row: dict) -> dict:
+    """The spec a store row holds, or {} when it cannot be read."""
+    try:
+        return json.loads(row["spec"])
+    except (TypeError, ValueError):
+        return {}
+
+
+def progress_text(row: dict, spec: dict | None = None) -> str:
+    """Labels done (one-vs-all) or epochs done (multiclass) of a store row, e.g. "128/159 labels"."""
+    spec = run_spec(row) if spec is None else spec
+    solver = SOLVERS.get(spec.get("solver", ""))
+    done, total = int(row["done"]), int(row["total"])
+    if solver is not None and solver.multiclass:
+        epochs = spec.get("params", {}).get("epochs") or solver.params().param["epochs"].default
+        return f"{epochs * done / total if total else 0:.1f}/{epochs} epochs"
+    return f"{done}/{total} labels"
