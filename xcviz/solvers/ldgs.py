@@ -27,7 +27,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
 from ..embedding_model import EmbeddingModel
-from ..engine.ldgs import CE, MARGIN, embedding_gradient, exact_loss_grad, forward, scatter, step_classes, step_features
+from ..engine.ldgs import (CE, MARGIN, all_scores, embedding_gradient, exact_loss_grad, forward, scatter, step_classes,
+                           step_features)
+from ..engine.ldgs_measure import support_stats, top_precision
 from ..engine.threads import using_threads
 from ..oracles.block_index import BlockSphericalIndex
 from .ldgs_search import ESTIMATORS, Estimate, Estimator, block_bounds
@@ -158,33 +160,24 @@ def _support_stats(grad: np.ndarray, est: Estimate, tau2: float) -> tuple[np.nda
     """Per sample: recall of the exact gradient's support (|g| > tau2) in U, relative l2 error and
     cosine of the estimated gradient (NaN where the exact gradient is 0)."""
     n = grad.shape[0]
-    recall, error, cosine = (np.full(n, np.nan) for _ in range(3))
-    for i in range(n):
-        ids = est.U[i, :est.count[i]]
-        e = est.coef[i, :est.count[i]]
-        g = grad[i]
-        support = np.abs(g) > tau2
-        if support.any():
-            recall[i] = support[ids].sum() / support.sum()
-        gg = float(g @ g)
-        if gg > 0.0:
-            inside = g[ids]
-            dot = float(e @ inside)
-            ee = float(e @ e)
-            outside = max(gg - float(inside @ inside), 0.0)  # the exact gradient's mass U misses
-            error[i] = np.sqrt((float(((e - inside) ** 2).sum()) + outside) / gg)
-            cosine[i] = dot / np.sqrt(gg * ee) if ee > 0.0 else 0.0
+    recall, error, cosine = np.empty(n), np.empty(n), np.empty(n)
+    support_stats(grad, np.ascontiguousarray(est.U[:n]), np.ascontiguousarray(est.coef[:n]), est.count, tau2,
+                  recall, error, cosine)
     return recall, error, cosine
 
 
 def _top_precision(S: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, k: int) -> np.ndarray:
     """P@k of every score row."""
-    k = min(k, S.shape[1])
-    top = np.argpartition(-S, k - 1, axis=1)[:, :k]
-    hits = np.empty(S.shape[0])
-    for i in range(S.shape[0]):
-        hits[i] = np.isin(top[i], pos_idx[pos_ptr[i]:pos_ptr[i + 1]]).sum() / k
-    return hits
+    out = np.empty(S.shape[0])
+    top_precision(S, pos_ptr, pos_idx, k, out)
+    return out
+
+
+def _scores(W: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """phi W^T by the numba kernel (see engine.ldgs_measure on why not BLAS)."""
+    out = np.empty((phi.shape[0], W.shape[0]))
+    all_scores(W, np.ascontiguousarray(phi), out)
+    return out
 
 
 class _Diagnostics:
@@ -211,7 +204,7 @@ class _Diagnostics:
         for start in range(0, phi.shape[0], DIAGNOSTIC_CHUNK):
             sel = np.arange(start, min(start + DIAGNOSTIC_CHUNK, phi.shape[0]))
             p_ptr, p_idx = _take(ptr, idx, sel)
-            S = phi[sel] @ W.T
+            S = _scores(W, phi[sel])
             grad = np.empty_like(S)
             value, level = np.empty(sel.size), np.empty(sel.size)
             exact_loss_grad(S, p_ptr, p_idx, self.loss, self.mu, grad, value, level)
@@ -234,7 +227,7 @@ class _Diagnostics:
                for k, v in parts.items()}
         if self.validation is not None:
             Xv, v_ptr, v_idx = self.validation
-            quality = self._quality(embed(Xv) @ W.T, v_ptr, v_idx)
+            quality = self._quality(_scores(W, embed(Xv)), v_ptr, v_idx)
             out.update({k: float(v.mean()) for k, v in quality.items()})
         return out
 
