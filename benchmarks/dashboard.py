@@ -49,7 +49,8 @@ def fill_store(store, runs: int = 20, records: int = 100_000, seed: int = 0) -> 
                 "nnz": rng.integers(100, 2000, n)})
             store.append_batch(run, "label", {
                 "label": np.arange(label0, label0 + len(block)), "iterations": block - 1,
-                "n_pos": rng.zipf(1.8, len(block)), "seconds": rng.gamma(2.0, 1e-3, len(block))})
+                "n_pos": rng.zipf(1.8, len(block)), "seconds": rng.gamma(2.0, 1e-3, len(block)),
+                "status": rng.choice([0, 1], len(block), p=[0.95, 0.05])})
             wall += seconds.sum() / 2
             label0 += len(block)
         store.update(run, status="done", done=label0, total=label0, started=time.time() - wall, summary={"p@1": 60.0})

@@ -56,8 +56,10 @@ def _printable(text) -> str:
 
 
 def _fmt(value) -> str:
+    """Four significant digits, trailing zeros kept so that a column of metrics lines up (34.20 next
+    to 54.19, not 34.2)."""
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+        return f"{value:#.4g}" if abs(value) < 1e4 else f"{value:.0f}"
     return str(value)
 
 

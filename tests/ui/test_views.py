@@ -1,5 +1,6 @@
 """The new views in a real browser, over a prepared store (no training, so it is quick): solver
 switch, filters, a failed run's error, delete with confirmation, export, label inspector, x-axis."""
+import re
 import socket
 import subprocess
 
@@ -97,8 +98,14 @@ def test_export_inspector_and_x_axis(prepared, server, tmp_path):
         report = tmp_path / "report.html"
         download.value.save_as(report)
         page.get_by_text("Label inspector", exact=True).click()
-        page.locator(".tabulator").nth(1).locator(".tabulator-row").first.click()  # the slowest label
+        slowest = page.locator(".tabulator").nth(1)
+        slowest.locator(".tabulator-row").first.click()  # the slowest label
         _wait_for(page, "iterations recorded")
+        statuses = slowest.locator(".tabulator-cell[tabulator-field=status]").all_inner_texts()
+        assert statuses and set(statuses) <= {"converged", "max_iter", "line_search_failed", "no_progress"}, statuses
+        seconds = slowest.locator(".tabulator-cell[tabulator-field=seconds]").all_inner_texts()
+        assert all(re.fullmatch(r"\d+\.\d{4}", t) for t in seconds), seconds  # one format, four decimals
+        assert re.search(r"seconds \d+\.\d{4}, status (converged|max_iter)", page_text(page))
         page.screenshot(path=str(ARTIFACTS / "dashboard-label-inspector.png"))
     assert errors == []
     assert "bibtex-zero" in report.read_text() and "cdn.bokeh.org" not in report.read_text()

@@ -12,7 +12,9 @@ import numpy as np
 import panel as pn
 import pandas as pd
 from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models.widgets.tables import NumberFormatter
 
+from ..engine.newton import STATUS_NAMES
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
 from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
@@ -24,6 +26,19 @@ SLOWEST = 10
 LOG_TRAJECTORY = ("objective", "grad_norm", "duality_gap")  # the inspector's fields on a log axis
 NO_LABELS = ("The shown runs record no per-label results ({names}: a multiclass solver trains all classes "
              "at once). Tick a one-vs-all run (dismec, ppdsparse) to see its labels here.")
+
+
+def _status(code) -> str:
+    """A label's stopping status in words (the Newton codes; PPDSparse's 0 and 1 mean the same)."""
+    if pd.isna(code):  # a record without one (fill_store's, say)
+        return ""
+    code = int(code)
+    return STATUS_NAMES[code] if 0 <= code < len(STATUS_NAMES) else str(code)
+
+
+def _cell(column: str, value) -> str:
+    """A label record's value as the slowest-labels table shows it."""
+    return _status(value) if column == "status" else f"{value:.4f}" if column == "seconds" else f"{value:.4g}"
 
 
 def _no_labels(runs: dict[str, PlotRun]) -> str:
@@ -131,7 +146,8 @@ class LabelInspector:
         self.run = pn.widgets.Select(label="Run", options={}, width=240)
         self.label = pn.widgets.IntInput(label="Label", start=0, end=0, value=0, width=120)
         self.slowest = pn.widgets.Tabulator(pd.DataFrame(columns=list(LABEL_COLUMNS)), selectable=1, disabled=True,
-                                            show_index=False, height=280, width=420)
+                                            show_index=False, height=280, width=460,
+                                            formatters={"seconds": NumberFormatter(format="0.0000")})
         self.info = pn.pane.Markdown("Pick a run to inspect one of its labels.")
         self._sources = [ColumnDataSource({"x": [], "y": [], "v": []}) for _ in range(4)]
         self._figures = [new_figure("", "iteration", "", width=width, height=height) for _ in range(4)]
@@ -176,6 +192,8 @@ class LabelInspector:
         plot_run = self.runs.get(self.run.value)
         labels = plot_run.records.labels if plot_run else pd.DataFrame()
         frame = slowest_labels(labels, SLOWEST)[[c for c in LABEL_COLUMNS if c in labels]].reset_index(drop=True)
+        if "status" in frame:
+            frame["status"] = [_status(s) for s in frame["status"]]
         if not frame.equals(self.slowest.value):
             self.slowest.value = frame
 
@@ -214,7 +232,7 @@ class LabelInspector:
         if not len(steps):
             self.info.object = f"Label {self.label.value} of {markdown_text(plot_run.name)} has not been trained yet."
         else:
-            summary = ", ".join(f"{c} {row.iloc[0][c]:.4g}" for c in LABEL_COLUMNS[1:] if c in row) if len(row) else ""
+            summary = ", ".join(f"{c} {_cell(c, row.iloc[0][c])}" for c in LABEL_COLUMNS[1:] if c in row) if len(row) else ""
             self.info.object = (f"**{markdown_text(plot_run.name)}**, label {self.label.value}: {len(steps)} iterations recorded. "
                                 f"{summary}")
 
