@@ -40,6 +40,16 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     specs = panel.specs("bibtex", None)
     assert [(s.solver, s.params["loss"], s.name) for s in specs] == [
         ("ppdsparse", "squared_hinge", "bibtex-squared_hinge"), ("ppdsparse", "hinge", "bibtex-hinge")]
+    panel.solver.value = "dismec"  # a solver shown before comes back as it was left
+    panel.inputs["C"].widget.value = "100"
+    panel.inputs["loss"].widget.value = "logistic"
+    panel.variants.value = ["bias"]
+    panel.solver.value = "ppdsparse"
+    assert panel.variants.value == ["squared_hinge", "hinge"]
+    panel.solver.value = "dismec"
+    assert (panel.inputs["C"].widget.value, panel.inputs["loss"].widget.value) == ("100.0", "logistic")
+    assert [(s.params["C"], s.params["loss"], s.params["init"]) for s in panel.specs("bibtex", None)] == [
+        (100.0, "logistic", "bias")]
 
 
 def test_refused_values_are_shown_and_block_compare_and_groups_follow_the_variants():

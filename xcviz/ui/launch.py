@@ -156,24 +156,33 @@ class LaunchPanel:
         self.blocked = pn.pane.HTML("", visible=False, width=WIDTH, styles={"color": "#b00020", "font-size": "12px"})
         self.inputs: dict[str, ParamInput] = {}
         self.groups: dict[str, pn.Card] = {}
+        self._kept: dict[str, tuple[param.Parameterized, list]] = {}  # solver -> its parameters and variants
+        self._built: str | None = None
         self.solver.param.watch(lambda _e: self._build(), "value")
         self.variants.param.watch(lambda _e: self._show_groups(), "value")
         self._build()
 
     def _build(self) -> None:
         """Widgets for the selected solver's parameters (all but the compared one): its main ones,
-        then one collapsed group per variant that has parameters of its own."""
+        then one collapsed group per variant that has parameters of its own. A solver shown before
+        comes back with the values and variants it had (switching solvers loses no setting)."""
+        if self._built is not None:
+            self._kept[self._built] = (self.params, list(self.variants.value))
         solver = SOLVERS[self.solver.value]
-        self.params = solver.params()
+        self._built = solver.name
         defaults = PAGE_DEFAULTS.get(solver.name, {})
-        for name, (value, _why) in defaults.items():
-            setattr(self.params, name, value)
+        if solver.name in self._kept:
+            self.params, chosen = self._kept[solver.name]
+        else:
+            self.params, chosen = solver.params(), None
+            for name, (value, _why) in defaults.items():
+                setattr(self.params, name, value)
         names = [n for n in self.params.param if n not in ("name", solver.compare)]
         objects = variant_objects(self.params, solver.compare)
         default = self.params.param[solver.compare].default
         self.variants.label = f"Variants to compare ({solver.compare})"
         self.variants.options = objects
-        self.variants.value = list(dict.fromkeys([objects[0], default]))
+        self.variants.value = chosen if chosen is not None else list(dict.fromkeys([objects[0], default]))
         self.inputs = {n: ParamInput(self.params, n, defaults.get(n, (None, ""))[1]) for n in names}
         for item in self.inputs.values():
             item.widget.param.watch(lambda _e: self.check(), "value")
