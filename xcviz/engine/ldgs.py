@@ -608,7 +608,7 @@ def decomposed_loss(zb, present, lam, pos, loss, mu, coef):
 @njit(cache=True, nogil=True)
 def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bounds, ids):
     """Algorithm 2's loop on one sample, restricted to the active set: T = steps greedy steps from
-    lam (zb, present, lam: B x c, block-major; lam is 0 outside the candidates moved). Each step
+    lam (zb, present, lam: B x c, block-major; lam starts at 0 and moves on A only). Each step
     computes A (candidates with a block gradient above tau2 in some block, each block over the
     candidates present in it), scores A's members exactly in the blocks that did not retrieve them
     (O(h |A|)) and moves lambda_k towards z~_k / B - z~_kj on A only (O(B |A|)). When trace has

@@ -3,10 +3,11 @@ final metrics side by side; filters by data set, solver and status; cancel, resu
 a confirmation in the page) the ticked runs; the error of a failed run in its row and above the
 table when it is ticked.
 
-The table's columns never change: every parameter of every solver has one, hidden unless its value
-differs among the runs, and so have accuracy and macro-F1, hidden until a run has them. A column
-shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a change of its
-columns and drop the rows that reach it while it rebuilds. Ticked runs are remembered by id, so a
+The table's columns never change, nor their types: every parameter of every solver has one, hidden
+unless its value differs among the runs, and so have accuracy and macro-F1, hidden until a run has
+them. A column shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a
+change of its columns (or of a column's type, which sets its sorter) and drop the rows that reach
+it while it rebuilds, and the ticks it puts back. Ticked runs are remembered by id, so a
 refresh or a filter keeps them ticked; the table is only sent to the browser again when one of its
 cells changed, with the columns shown and the ticks in the same message. The browser reports
 ticks as row numbers of the data it holds, which may be a refresh behind the server's: so a
