@@ -160,6 +160,8 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     dashboard = Dashboard(store)
     dashboard.view().get_root(Document())
     table = dashboard.runs
+    table.resume_button.clicks += 1  # nothing ticked: the page says what to do
+    assert table.message.visible and "Tick the runs to resume first." in table.message.object
     # rows in the order the runs were made (a new run never moves a row), shown newest first
     assert list(table.table.value["solver"]) == ["dismec", "dismec", "ppdsparse"]
     assert list(table.table.value.index) == [r["number"] for r in store.list()]
@@ -170,6 +172,10 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     table.table.selection = [0]
     table.filters["solver"].value = []
     assert table.table.selection == [2] and table.ticked() == [runs[2]]  # the tick followed its run
+    table.cancel_button.clicks += 1  # a finished run: the click says why it does nothing
+    assert table.message.visible and table.message.alert_type == "danger"
+    assert "has already ended as done, nothing to cancel" in table.message.object
+    assert store.get(runs[2])["status"] == "done"
     table.delete_button.clicks += 1
     assert table.confirm.visible and "Delete 1 run?** This removes its records and model." in table.confirm_text.object
     table.keep_button.clicks += 1

@@ -136,8 +136,8 @@ class RunsTable:
         self.confirm = pn.Row(self.confirm_text, self.confirm_button, self.keep_button, visible=False,
                               styles={"background": "#fdecea", "border-radius": "4px", "padding": "4px"})
         # these change the store, after which the page's figures change: under the document lock
-        self.cancel_button.on_click(locked(lambda _e: self._act(self.store.request_cancel)))
-        self.resume_button.on_click(locked(lambda _e: self._act(lambda run: resume(self.store, run))))
+        self.cancel_button.on_click(locked(lambda _e: self._act(self._cancel, "cancel")))
+        self.resume_button.on_click(locked(lambda _e: self._act(lambda run: resume(self.store, run), "resume")))
         self.delete_button.on_click(lambda _e: self._ask_delete())
         self.confirm_button.on_click(locked(lambda _e: self._delete()))
         self.keep_button.on_click(lambda _e: setattr(self.confirm, "visible", False))
@@ -202,8 +202,20 @@ class RunsTable:
         self.message.object = markdown_text(text)
         self.message.visible = bool(text)
 
-    def _act(self, action: Callable[[str], None]) -> None:
+    def _cancel(self, run: str) -> None:
+        """Ask a run to stop; one that has ended already says so (a click that did nothing, silently,
+        left a user wondering)."""
+        status = self.store.get(run)["status"]
+        if status in ("done", "failed", "cancelled"):
+            name = self._full.loc[self._full["id"] == run, "name"]
+            raise ValueError(f"{name.iloc[0] if len(name) else run} has already ended as {status}, nothing to cancel")
+        self.store.request_cancel(run)
+
+    def _act(self, action: Callable[[str], None], verb: str) -> None:
         """Apply a run action (cancel, resume) to the ticked runs; errors show on the page."""
+        if not self.ticked():
+            self.say(f"Tick the runs to {verb} first.", "warning")
+            return
         errors = []
         for run in self.ticked():
             try:
