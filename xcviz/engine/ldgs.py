@@ -197,14 +197,10 @@ def loss_grad(z, pos, loss, mu, grad, extra):
     m = z.shape[0]
     if loss == CE:
         return _ce_loss_grad(z, pos, grad, extra)
-    # every class's level once: (z + 1) / mu for negatives, z / mu for positives (no division when
-    # mu = 1, where it is the identity)
     lv = np.empty(m)
     maxn, minp, n_pos = -np.inf, np.inf, 0
     for k in range(m):
-        v = z[k] if pos[k] else z[k] + 1.0
-        if mu != 1.0:
-            v /= mu
+        v = _level(z[k], pos[k], mu)
         lv[k] = v
         if pos[k]:
             minp = min(minp, v)
@@ -212,6 +208,14 @@ def loss_grad(z, pos, loss, mu, grad, extra):
         else:
             maxn = max(maxn, v)
     return margin_from_levels(lv, pos, n_pos, maxn, minp, mu, grad, extra)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _level(z, positive, mu):
+    """A class's margin level: (z + 1) / mu for a negative, z / mu for a positive (no division when
+    mu = 1, where it is the identity). `loss_grad` and the block losses share it, bit for bit."""
+    v = z if positive else z + 1.0
+    return v if mu == 1.0 else v / mu
 
 
 @njit(cache=True, nogil=True)
@@ -571,11 +575,7 @@ def _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra):
     maxn, minp, n_pos = -np.inf, np.inf, 0
     for t in range(c):
         p = pos[t]
-        v = B * (zb[j, t] + lam[j, t])
-        if not p:
-            v += 1.0
-        if mu != 1.0:
-            v /= mu
+        v = _level(B * (zb[j, t] + lam[j, t]), p, mu)
         x[m] = v
         xp[m] = p
         at[m] = t

@@ -211,13 +211,20 @@ class RunsTable:
             raise ValueError(f"{name.iloc[0] if len(name) else run} has already ended as {status}, nothing to cancel")
         self.store.request_cancel(run)
 
+    def _ticked_or_ask(self, verb: str) -> list[str]:
+        """The ticked runs; with none, the page asks for a tick before it can `verb`."""
+        runs = self.ticked()
+        if not runs:
+            self.say(f"Tick the runs to {verb} first.", "warning")
+        return runs
+
     def _act(self, action: Callable[[str], None], verb: str) -> None:
         """Apply a run action (cancel, resume) to the ticked runs; errors show on the page."""
-        if not self.ticked():
-            self.say(f"Tick the runs to {verb} first.", "warning")
+        runs = self._ticked_or_ask(verb)
+        if not runs:
             return
         errors = []
-        for run in self.ticked():
+        for run in runs:
             try:
                 action(run)
             except ValueError as exc:
@@ -226,9 +233,8 @@ class RunsTable:
         self.on_change()
 
     def _ask_delete(self) -> None:
-        runs = self.ticked()
+        runs = self._ticked_or_ask("delete")
         if not runs:
-            self.say("Tick the runs to delete first.", "warning")
             return
         self.confirm_text.object = (f"**Delete {len(runs)} runs?** This removes their records and models."
                                     if len(runs) > 1 else "**Delete 1 run?** This removes its records and model.")
