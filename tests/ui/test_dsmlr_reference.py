@@ -8,7 +8,7 @@ from bokeh.models import HSpan
 
 from tests.ui.browser import ARTIFACTS, browser_page
 from tests.ui.conftest import start_server
-from tests.ui.test_page import _canvases, _open, _pan, _tick, _until
+from tests.ui.test_page import _open, _pan_until, _tick, _until
 from xcviz.data.synthetic import generate
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, SqliteSink
@@ -99,10 +99,10 @@ def test_the_served_page_shows_the_reference_line(store, tmp_path):
             figs = objective(_until(page, lambda figs: any("L-BFGS optimum (lbfgs-1e-3)" in f["labels"]
                                                            for f in objective(figs))))
             assert page.evaluate(COVERED_JS) == [True]  # the line crosses the plot
-            _pan(page, _canvases(page)[0])  # the objective figure, the first: a view that moved
-            page.wait_for_function("([x]) => Bokeh.documents.some(d => Array.from(d.all_models).some(m => m.x_range "
-                                   "&& m.title && m.title.text.startsWith('objective') && m.x_range.start < x))",
-                                   arg=[figs[0]["x"][0] - 1e-9], timeout=10000)
+            # the objective figure, the first: a view that moved
+            _pan_until(page, "([x]) => Bokeh.documents.some(d => Array.from(d.all_models).some(m => m.x_range "
+                       "&& m.title && m.title.text.startsWith('objective') && m.x_range.start < x))",
+                       [figs[0]["x"][0] - 1e-9])
             page.wait_for_timeout(1500)  # a refresh came
             assert page.evaluate(COVERED_JS) == [True]  # still crosses it, no refit needed
             ARTIFACTS.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import pytest
-from playwright.sync_api import Error as PlaywrightError, expect
+from playwright.sync_api import Error as PlaywrightError, TimeoutError as PlaywrightTimeoutError, expect
 
 from tests.ui.browser import ARTIFACTS, browser_page, cut_cells, page_text
 from tests.ui.conftest import server_errors, start_server
@@ -515,6 +515,19 @@ def _pan(page, canvas) -> None:
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.4, steps=5)
     page.mouse.up()
+
+
+def _pan_until(page, moved_js: str, arg) -> None:
+    """Pan the first figure shown until `moved_js(arg)` holds in the page, up to three drags: a
+    figure laid out again by a message arriving mid-drag (a run's late records) takes no pan."""
+    for attempt in range(3):
+        _pan(page, _canvases(page)[0])
+        try:
+            page.wait_for_function(moved_js, arg=arg, timeout=5000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
 
 
 def _canvases(page) -> list:
