@@ -1,4 +1,5 @@
 """The run report: a standalone HTML that renders offline in a real browser, plus CSV/JSON records."""
+import io
 import json
 
 import pandas as pd
@@ -52,10 +53,11 @@ def test_report_exports_records(store_with_runs, tmp_path):
 
     store, runs = store_with_runs
     written = write_report(store, runs[:1], tmp_path / "r.html")
-    csv = pd.read_csv(tmp_path / f"r-{runs[0]}-iterations.csv")
+    label = f"{store.get(runs[0])['name']}-{runs[0]}"  # the run's name, then its id
+    csv = pd.read_csv(tmp_path / f"r-{label}-iterations.csv")
     records, _ = store.records(runs[0], "iteration")
     assert len(csv) == len(records) and list(csv.columns) == list(records.columns)
-    assert len(json.loads((tmp_path / f"r-{runs[0]}-labels.json").read_text())) == 159
+    assert len(json.loads((tmp_path / f"r-{label}-labels.json").read_text())) == 159
     assert len(written) == 5
     assert all(path.stat().st_mode & 0o777 == 0o644 for path in written)  # for others to open
 
@@ -92,3 +94,40 @@ def test_the_report_grid_holds_only_figures_that_draw_something(tmp_path):
     figures, _ = _figures(store, [store.get(run)])
     assert [f.title.text.split(":")[0] for f in figures] == ["objective"]
     assert all(f.visible for f in figures)
+
+
+@pytest.mark.parametrize("name,part", [
+    ("bibtex-zero", "bibtex-zero"),
+    ("../../etc/passwd", "etc-passwd"),
+    ("<script>alert(1)</script>", "script-alert-1-script"),
+    ("ÿ naïve run  #2", "na-ve-run-2"),
+    ("...", ""),
+    ("a" * 300, "a" * 60),
+])
+def test_a_run_name_reaches_file_names_only_as_safe_characters(name, part):
+    from xcviz.report import download_name, name_part, run_label
+
+    assert name_part(name) == part
+    assert run_label(name, "20261125-101010-abcdef") == (f"{part}-20261125-101010-abcdef" if part
+                                                        else "20261125-101010-abcdef")
+    assert download_name("report", [name], "html") == f"xcviz-report-{part or '1-runs'}.html"
+    assert download_name("records", [name, "other"], "zip") == "xcviz-records-2-runs.zip"
+
+
+def test_the_records_archive_names_each_runs_files_by_name_and_id(store_with_runs, tmp_path):
+    """Two runs whose names clean to the same text keep their own files (the id tells them apart)."""
+    import zipfile
+
+    from xcviz.report import records_archive
+
+    store, runs = store_with_runs
+    names = [store.get(run)["name"] for run in runs[:2]]
+    try:
+        store.update(runs[0], name="msi/zero run")
+        store.update(runs[1], name="msi zero run")
+        archive = zipfile.ZipFile(io.BytesIO(records_archive(store, runs[:2])))
+    finally:
+        for run, name in zip(runs, names):
+            store.update(run, name=name)
+    assert sorted(archive.namelist()) == sorted(f"xcviz-msi-zero-run-{run}-{kind}s.{ext}" for run in runs[:2]
+                                                for kind in ("iteration", "label") for ext in ("csv", "json"))

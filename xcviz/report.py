@@ -35,6 +35,7 @@ _PANEL_RESOURCES = re.compile(r'<script src="[^"]*"></script>\s*|<link rel="styl
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1",
            "model_nnz", "train_seconds")
 KINDS = ("iteration", "label")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SHARED = 0o644  # a report is for others to open (write_atomic's default is owner-only)
 
 
@@ -146,13 +147,35 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
     return _PANEL_RESOURCES.sub("", page)
 
 
+def name_part(name: str) -> str:
+    """A run's name as part of a file name: runs of anything but letters, digits, '.', '_' and '-'
+    become one '-', at most 60 characters, no leading or trailing '-' or '.' ("" if nothing is
+    left). A name is the user's text: it must not reach a file name as typed (a '/', a '..')."""
+    return _UNSAFE.sub("-", name).strip("-.")[:60].rstrip("-.")
+
+
+def run_label(name: str, run: str) -> str:
+    """A run's part of its record files' names: the name's `name_part`, then the id (two names may
+    reduce to the same text; the id keeps their files apart); the id alone for an unnamed run."""
+    part = name_part(name)
+    return run if part in ("", run) else f"{part}-{run}"
+
+
+def download_name(kind: str, names: list[str], suffix: str) -> str:
+    """A download's file name: `xcviz-KIND-NAME.SUFFIX` for one run, `xcviz-KIND-N-runs.SUFFIX` for several."""
+    one = name_part(names[0]) if len(names) == 1 else ""
+    return f"xcviz-{kind}-{one or f'{len(names)}-runs'}.{suffix}"
+
+
 def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, bytes]:
-    """Each run's iteration and label records as CSV and JSON: {`STEM-RUN-KINDs.csv`/`.json`: content}."""
+    """Each run's iteration and label records as CSV and JSON: {`STEM-LABEL-KINDs.csv`/`.json`: content},
+    LABEL the run's `run_label`."""
     files = {}
     for run in runs:
+        label = run_label(store.get(run)["name"], run)
         for kind in KINDS:
             frame, _ = store.records(run, kind)
-            base = stem.with_name(f"{stem.name}-{run}-{kind}s")
+            base = stem.with_name(f"{stem.name}-{label}-{kind}s")
             files[base.with_suffix(".csv")] = frame.to_csv(index=False).encode("utf-8")
             files[base.with_suffix(".json")] = frame.to_json(orient="records").encode("utf-8")
     return files
@@ -166,7 +189,8 @@ def _write_all(files: dict[Path, bytes]) -> list[Path]:
 
 
 def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
-    """Each run's iteration and label records as `STEM-RUN-iterations.csv` / `.json` (and labels)."""
+    """Each run's iteration and label records as `STEM-LABEL-iterations.csv` / `.json` (and labels),
+    LABEL the run's name made safe for a file name, then its id (`run_label`)."""
     return _write_all(_record_files(store, runs, Path(stem)))
 
 

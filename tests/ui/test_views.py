@@ -95,6 +95,7 @@ def test_export_inspector_and_x_axis(prepared, server, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "dashboard-wall-time.png"))
         with page.expect_download(timeout=60000) as download:
             page.get_by_role("button", name="Report (HTML)").click()
+        assert download.value.suggested_filename == "xcviz-report-2-runs.html"  # named after the ticked runs
         report = tmp_path / "report.html"
         download.value.save_as(report)
         page.get_by_text("Label inspector", exact=True).click()

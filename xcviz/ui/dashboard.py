@@ -129,7 +129,7 @@ class Dashboard:
 
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
-        self.export.enable(bool(self.runs.ticked()))
+        self.export.enable([self._rows[r]["name"] for r in self.runs.ticked() if r in self._rows])
         tab = self.tabs.active
         runs = self.live.update(self._rows, self.shown(), texts=("plots", "positives", "", "")[tab:tab + 1])
         if tab == 2:

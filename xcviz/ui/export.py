@@ -7,12 +7,13 @@ from typing import Callable
 
 import panel as pn
 
-from ..report import build_report, records_archive
+from ..report import build_report, download_name, records_archive
 from ..runs.store import RunStore
 
 
 class ExportButtons:
-    """Two download buttons for the runs `ticked()` returns; disabled while none is ticked."""
+    """Two download buttons for the runs `ticked()` returns; disabled while none is ticked, their
+    files named after the ticked runs."""
 
     def __init__(self, store: RunStore, ticked: Callable[[], list[str]]) -> None:
         self.store, self.ticked = store, ticked
@@ -29,10 +30,15 @@ class ExportButtons:
     def _records(self) -> io.BytesIO:
         return io.BytesIO(records_archive(self.store, self.ticked()))
 
-    def enable(self, any_ticked: bool) -> None:
+    def enable(self, names: list[str]) -> None:
+        """Enabled while runs are ticked (`names`: theirs), the files named after them (one run: its
+        name; several: how many)."""
         for button in (self.report, self.records):
-            if button.disabled == any_ticked:
-                button.disabled = not any_ticked
+            if button.disabled == bool(names):
+                button.disabled = not names
+        if names:
+            self.report.filename = download_name("report", names, "html")
+            self.records.filename = download_name("records", names, "zip")
 
     def panel(self) -> pn.Row:
         return pn.Row(self.report, self.records)
