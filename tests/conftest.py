@@ -1,7 +1,11 @@
 """Shared fixtures: the bundled Bibtex splits, loaded once per session; under CI, Hypothesis draws
 the same examples on every run (a failure found by random exploration is reproduced locally, where
-the examples stay random, instead of turning up in one CI run in ten)."""
+the examples stay random, instead of turning up in one CI run in ten). A session of many tests
+warms numba's cache beside them (tests/precompile.py)."""
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -11,6 +15,25 @@ from xcviz.data import load
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+PRECOMPILE_FROM = 100  # tests in a session: fewer need few kernels, and are quick without the warm-up
+
+
+def pytest_collection_finish(session):
+    """Start tests/precompile.py for a session of many tests, at the lowest priority: it compiles on
+    the CPU the tests leave idle and never takes it from them."""
+    if len(session.items) >= PRECOMPILE_FROM:
+        session.config.precompile = subprocess.Popen(
+            [sys.executable, "-m", "tests.precompile"], cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(19))
+
+
+def pytest_sessionfinish(session):
+    """Stop the warm-up if the tests ended first."""
+    proc = getattr(session.config, "precompile", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+    if proc is not None:
+        proc.wait()
 
 
 @pytest.fixture(scope="session")
