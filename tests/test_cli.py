@@ -54,6 +54,24 @@ def test_generate_then_train_on_files(capsys, tmp_path):
     assert summary["p@1"] > 30  # the generator's labels are learnable
 
 
+def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(capsys, tmp_path):
+    """LIBSVM labels are arbitrary integers: a saved model keeps its training file's, so a test file
+    evaluated on its own maps them the same way (its columns used to follow its own labels: a test
+    file lacking one training label was refused, one of unrelated labels scored P@1 = 100)."""
+    (tmp_path / "train.txt").write_text("1 1:1\n5 2:1\n1 3:1\n5 4:1\n9 1:1 2:1\n")
+    (tmp_path / "same.txt").write_text("5 2:1\n1 1:1\n")  # labels 5 and 1, not 9: columns 1 and 0
+    (tmp_path / "other.txt").write_text("2 1:1\n50 2:1\n90 1:1 2:1\n")  # labels never trained
+    model = tmp_path / "model"
+    assert _run(capsys, "train", str(tmp_path / "train.txt"), "--threads", "1", "--out", str(model))[0] == 0
+    assert json.loads((model / "model.json").read_text())["info"]["label_values"] == [1, 5, 9]
+    code, out, _ = _run(capsys, "evaluate", str(model), str(tmp_path / "same.txt"), "--json")
+    assert code == 0 and json.loads(out)["p@1"] == 100.0  # each row's own feature picks its label
+    code, out, err = _run(capsys, "evaluate", str(model), str(tmp_path / "other.txt"), "--json")
+    scores = json.loads(out)
+    assert code == 0 and scores["p@1"] == 0.0 and scores["recall@5"] == 0.0
+    assert "3 label(s) of" in err and "count as misses" in err
+
+
 @pytest.mark.parametrize("argv, phrase", [
     (["train", "no/such/file.txt"], "no such file"),
     (["train", "bibtex", "--init", "nonsense"], "init"),

@@ -69,7 +69,16 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
             extra["cluster"] = session
         model = family.fit(*fit_inputs(ds, solver), p, threads=threads, recorder=recorder, progress=progress, **extra)
     model.info["dataset"] = ds.name
+    keep_labels(model, ds)
     return model
+
+
+def keep_labels(model: SparseModel, ds: Dataset | Shards) -> None:
+    """A model trained on a LIBSVM file keeps the file's label of each column (`label_values` in its
+    info, saved with it), so that a test file read later on its own maps its labels the same way."""
+    values = getattr(ds, "label_values", None)
+    if values is not None:
+        model.info["label_values"] = values.tolist()
 
 
 def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),

@@ -208,12 +208,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .embedding_model import load_model
 
     model = load_model(args.model)
+    labels = model.info.get("label_values")  # a LIBSVM training file's labels: read with the same map
     if args.dataset in BUNDLED and not Path(args.dataset).exists():
         train_ds, test_ds = load(args.dataset)
     else:
-        test_ds, _ = load_files(args.dataset, for_training=False)
+        test_ds, _ = load_files(args.dataset, for_training=False, labels=labels)
         train_ds = None
-    if test_ds.n_labels != model.n_labels:
+    unseen = test_ds.n_labels - model.n_labels
+    if labels is not None and unseen > 0:  # columns after the model's: never predicted, they count as misses
+        print(f"xcviz: {unseen} label(s) of {args.dataset} never occurred in the model's training file; "
+              "they count as misses", file=sys.stderr)
+    elif unseen:
         raise ValueError(f"{args.dataset} has {test_ds.n_labels} labels, the model has {model.n_labels}")
     result = {k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()}
     if args.json:

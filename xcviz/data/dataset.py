@@ -26,6 +26,9 @@ class Dataset:
     Y: sp.csr_matrix
     name: str = ""
     path: str | None = None
+    # a LIBSVM file's labels are arbitrary integers: the one of each column of Y (None: the columns
+    # are the labels, as in XC files)
+    label_values: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.X = _canonical_csr(self.X)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import scipy.sparse as sp
 
 from .dataset import Dataset
@@ -51,8 +52,8 @@ def load(name: str) -> tuple[Dataset, Dataset]:
     return train, test
 
 
-def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
-               n_features: int | None = None, for_training: bool = True) -> tuple[Dataset, Dataset | None]:
+def load_files(train_path: str | Path, test_path: str | Path | None = None, *, n_features: int | None = None,
+               for_training: bool = True, labels: list[int] | None = None) -> tuple[Dataset, Dataset | None]:
     """A training file and an optional test file, XC text or LIBSVM (detected), gz/xz or plain.
 
     XC files go through the npz cache, and their headers fix D and L: a test file reaching beyond
@@ -60,19 +61,23 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *,
     file's label map, and both splits are widened to the larger D and L (unless `n_features` is
     given), so a feature or class seen only in the test split is simply never predicted. A test
     file must be in the training file's format; `for_training` refuses an XC training file whose
-    header declares far larger sizes than its rows use."""
+    header declares far larger sizes than its rows use. `labels`: a LIBSVM file's labels by column
+    as a model trained on it keeps them (`label_values`), to read a test file on its own with its
+    training file's map (labels the model never saw get the columns after)."""
     fmt = detect_format(train_path)
     if test_path is not None and detect_format(test_path) != fmt:
         raise DatasetFormatError(str(test_path), 1, f"is not in the format of the training file {train_path} "
                                  f"({'an XC file starts with the header N D L' if fmt == 'xc' else 'LIBSVM, no header'})")
     if fmt == "libsvm":
-        train, label_map = read_libsvm(train_path, n_features=n_features)
+        given = None if labels is None else {int(v): k for k, v in enumerate(labels)}
+        train, label_map = read_libsvm(train_path, n_features=n_features, label_map=given)
         train = _trainable(train) if for_training else train
         if test_path is None:
-            return train, None
+            return _labelled(train, label_map), None
         test, label_map = read_libsvm(test_path, n_features=n_features, label_map=label_map)
         width = max(train.n_features, test.n_features)
-        return _reshaped(train, width, len(label_map)), _reshaped(test, width, len(label_map))
+        return (_labelled(_reshaped(train, width, len(label_map)), label_map),
+                _labelled(_reshaped(test, width, len(label_map)), label_map))
     train = load_cached(train_path, format="xc")
     train = _trainable(train) if for_training else train
     if test_path is None:
@@ -90,6 +95,14 @@ def _trainable(train: Dataset) -> Dataset:
                                      f"{train.n} rows hold only {entries} entries: refused (training would "
                                      f"allocate for {size} {'features' if what == 'D' else 'labels'})")
     return train
+
+
+def _labelled(ds: Dataset, label_map: dict[int, int]) -> Dataset:
+    """ds with the label of each of its columns (a LIBSVM map: label -> column)."""
+    values = np.empty(len(label_map), np.int64)
+    values[list(label_map.values())] = list(label_map)
+    ds.label_values = values
+    return ds
 
 
 def _test_for(train: Dataset, test: Dataset) -> Dataset:

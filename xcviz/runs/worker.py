@@ -18,7 +18,7 @@ import traceback
 import numpy as np
 
 from .. import __version__
-from ..api import evaluate, fit_inputs, fit_validation
+from ..api import evaluate, fit_inputs, fit_validation, keep_labels
 from ..data.registry import resolve
 from ..models import SparseModel
 from ..solvers import get_solver, make_params
@@ -85,6 +85,7 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
                 on_block=sink.block, **({"cluster": cluster} if cluster else {}))
         model, done = stored_model(store, run, train.n_labels, train.n_features, template)
         model.info.update({k: v for k, v in template.info.items() if k not in model.info})
+        keep_labels(model, train)
         model.save(store.run_dir(run) / "model")
         status = "done" if done == train.n_labels else "cancelled"
         summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
@@ -112,6 +113,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
             stop=lambda: store.cancel_requested(run),
             validation=None if test is None else fit_validation(test, spec.solver),
             **({"cluster": cluster} if cluster else {}))
+    keep_labels(model, train)
     model.save(store.run_dir(run) / "model")
     status = "cancelled" if model.info["cancelled"] else "done"
     summary = model_summary(model, train.n, None if test is None else test.n)
