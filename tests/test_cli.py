@@ -77,6 +77,10 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["train", "bibtex", "--init", "nonsense"], "init"),
     (["train", "bibtex", "--C", "-1"], "C"),
     (["train", "bibtex", "--set", "bogus=1"], "unknown parameter"),
+    (["train", "bibtex", "--set", "threads=4"], "unknown parameter"),  # an option of its own, not a parameter
+    (["train", "bibtex", "--set", "solver=ppdsparse"], "unknown parameter"),
+    (["train", "bibtex", "--set", "=3"], "NAME=VALUE"),
+    (["generate", "huge", "--n", "1000000000000", "--d", "10", "--labels", "5"], "--n"),
     (["evaluate", "no/such/model", "bibtex"], "no such file"),
 ])
 def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):

@@ -18,6 +18,7 @@ from . import __version__
 from .data.errors import DatasetFormatError
 from .models import ModelFormatError
 
+GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
 _USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error)
 
 
@@ -87,6 +88,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
 
+    need = GENERATE_BYTES * args.n * (args.avg_nnz + args.avg_labels)
+    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > have:
+        raise ValueError(f"--n {args.n} with --avg-nnz {args.avg_nnz}: about {need / 2**30:,.0f} GiB to generate, "
+                         f"more than this machine's {have / 2**30:,.0f} GiB of memory; choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=args.avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
                   name=Path(args.prefix).name)
@@ -115,7 +121,7 @@ def _parse_sets(pairs: list[str]) -> dict:
     values = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
-        if not sep:
+        if not sep or not key.strip():
             raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
         try:
             values[key] = json.loads(raw)
@@ -125,8 +131,11 @@ def _parse_sets(pairs: list[str]) -> dict:
 
 
 def _solver_params(args: argparse.Namespace) -> dict:
-    """The solver parameters given on the command line (the rest keep the solver's defaults)."""
+    """The solver parameters given on the command line (the rest keep the solver's defaults),
+    checked against the solver's: a name it does not know (`--set threads=4`, which has its own
+    option) or a value out of bounds is refused here, in one line, before any data is read."""
     from .runs.spec import check_param_types
+    from .solvers import make_params
 
     params = _parse_sets(args.set)
     check_param_types(args.solver, params)
@@ -136,6 +145,7 @@ def _solver_params(args: argparse.Namespace) -> dict:
     params.update({k: v for k, v in chosen.items() if v is not None})
     if args.no_normalize:
         params["normalize"] = False
+    make_params(args.solver, **params)
     return params
 
 

@@ -33,6 +33,19 @@ def test_spec_round_trip_and_errors():
             RunSpec.from_json(text, source="s.json")
 
 
+def test_a_spec_names_files_absolutely_whatever_folder_it_was_written_in(tmp_path, monkeypatch):
+    """A relative path is the working folder's: the run's resume (or the dashboard) starts from
+    another, and said "the input of this run is gone" of a file still there."""
+    (tmp_path / "d_train.txt").write_text("1 1 1\n0 0:1\n")
+    (tmp_path / "d_test.txt").write_text("1 1 1\n0 0:1\n")
+    monkeypatch.chdir(tmp_path)
+    spec = RunSpec(dataset="d_train.txt", test="d_test.txt").validate()
+    assert (spec.dataset, spec.test) == (str(tmp_path / "d_train.txt"), str(tmp_path / "d_test.txt"))
+    monkeypatch.chdir("/")
+    assert RunSpec.from_json(spec.to_json()).dataset == str(tmp_path / "d_train.txt")
+    assert RunSpec(dataset="bibtex").validate().dataset == "bibtex"  # a bundled name stays a name
+
+
 def test_store_refuses_a_newer_schema(tmp_path):
     RunStore(tmp_path)
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:

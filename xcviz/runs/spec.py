@@ -3,6 +3,7 @@ CLI, the Python API, background workers and (later) the dashboard."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 
 import param
@@ -66,6 +67,12 @@ class RunSpec:
                 raise SpecError(f"spec field {name!r}: must be a string, got {type(value).__name__}")
         if "\0" in self.dataset or (self.test and "\0" in self.test) or len(self.name) > 200:
             raise SpecError("spec fields 'dataset', 'test' and 'name': no NUL characters, names up to 200 characters")
+        # a file or folder named relative to here: made absolute, so that a resume or the dashboard,
+        # whose working folders differ, finds it (and the fingerprint of the run's inputs names it)
+        for name in ("dataset", "test"):
+            value = getattr(self, name)
+            if value and not os.path.isabs(value) and os.path.exists(value):
+                setattr(self, name, os.path.abspath(value))
         if self.threads is not None and not (isinstance(self.threads, int) and not isinstance(self.threads, bool)
                                              and 1 <= self.threads <= max_threads()):
             raise SpecError(f"spec field 'threads': must be an integer from 1 to {max_threads()}, got {self.threads!r}")

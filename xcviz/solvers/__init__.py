@@ -56,7 +56,7 @@ def get_solver(name: str) -> Solver:
         raise ValueError(f"unknown solver {name!r}; known: {', '.join(SOLVERS)}") from None
 
 
-def make_params(solver: str, **values) -> param.Parameterized:
+def make_params(solver: str, /, **values) -> param.Parameterized:
     """The solver's parameter object; unknown names and out-of-bounds values raise ValueError."""
     cls = get_solver(solver).params
     unknown = sorted(set(values) - set(cls.param) - {"name"})
