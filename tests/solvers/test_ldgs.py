@@ -170,6 +170,17 @@ def test_embedding_model_round_trips(tmp_path, noisy):
     np.testing.assert_array_equal(model.decision_function(test.X[:4]).argmax(axis=1), best)
 
 
+def test_a_step_size_that_blows_the_model_up_fails_the_run_and_says_what_to_change(bibtex):
+    """The learned embedding with the cross-entropy at eta0 = 1 on Bibtex: the objective went to
+    1e75 then NaN within an epoch, and the run used to end as if it had trained (P@1 3.6)."""
+    train, _ = bibtex
+    params = dict(epochs=1, loss="ce", gradient="mips", embedding="learned")
+    with pytest.raises(ValueError, match=r"diverged in epoch 1.*try --set eta0=0\.1"):
+        fit_ldgs(train.X, train.Y, LdgsParams(**params), threads=2)
+    model = fit_ldgs(train.X, train.Y, LdgsParams(**params, eta0=0.1), threads=2)
+    assert np.isfinite(model.W).all() and np.isfinite(model.info["objective"])
+
+
 def _run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -232,6 +232,15 @@ class _Diagnostics:
         return out
 
 
+def _check_finite(W: np.ndarray, V: np.ndarray, epoch: int, eta0: float) -> None:
+    """Stop a run whose step size made the model blow up (the learned embedding with the
+    cross-entropy at eta0 = 1 on Bibtex reached an objective of 1e75 within an epoch, then NaN): its
+    numbers would be meaningless, and a run that ends as if it trained misleads."""
+    if not (np.isfinite(W).all() and np.isfinite(V).all()):
+        raise ValueError(f"LDGS diverged in epoch {epoch}: the model's weights are no longer finite; "
+                         f"a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+
+
 def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: int | None = None, recorder=None,
              run: str = "run", progress: Callable[[int, int], None] | None = None,
              stop: Callable[[], bool] | None = None, validation=None, **_background) -> EmbeddingModel:
@@ -380,6 +389,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                     record(step, eta)
             if cancelled:
                 break
+            _check_finite(W, V, _epoch + 1, p.eta0)
         if not last or last["batch"] != step:
             record(step, p.eta0 / (1.0 + step / per_epoch))
     epochs_done = step / per_epoch
