@@ -79,6 +79,16 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
 def test_a_mistyped_dataset_gets_a_suggestion(capsys):
     code, _, err = _run(capsys, "train", "bibtx")
     assert code == 2 and "did you mean bibtex?" in err and "`xcviz datasets`" in err
+    code, _, err = _run(capsys, "spec", "bibtx")  # a spec is refused as train refuses it
+    assert code == 2 and "did you mean bibtex?" in err
+
+
+def test_a_spec_pairs_the_test_file_as_train_does(capsys, problem):
+    """A background run of PREFIX_train.txt was never tested: `train` paired PREFIX_test.txt, `spec`
+    left the test out and the run ended without metrics."""
+    code, out, err = _run(capsys, "spec", f"{problem}_train.txt", "--threads", "1")
+    assert code == 0 and f"testing on {problem}_test.txt" in err
+    assert json.loads(out)["test"] == f"{problem}_test.txt"
 
 
 def test_links_in_a_data_folder(tmp_path):

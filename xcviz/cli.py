@@ -241,8 +241,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_spec(args: argparse.Namespace) -> int:
     from .runs.spec import RunSpec
 
-    spec = RunSpec(dataset=args.dataset, solver=args.solver, params=_solver_params(args), test=args.test,
-                   threads=args.threads, name=args.name or "", cluster=_cluster(args)).validate()
+    spec = RunSpec(dataset=args.dataset, solver=args.solver, params=_solver_params(args),
+                   test=_paired_test(args.dataset, args.test), threads=args.threads, name=args.name or "",
+                   cluster=_cluster(args)).validate()
     print(spec.to_json())
     return 0
 
