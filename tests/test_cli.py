@@ -89,6 +89,24 @@ def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):
     assert err.startswith("xcviz: error:") and err.count("\n") == 1 and phrase in err
 
 
+def test_a_binary_spec_file_is_named_and_not_shown(capsys, tmp_path):
+    (tmp_path / "bin.dat").write_bytes(b"\xff\xfe secret \x00\x81")
+    code, _, err = _run(capsys, "launch", str(tmp_path / "bin.dat"), "--home", str(tmp_path / "home"))
+    assert code == 2 and "bin.dat: not a run spec" in err and "secret" not in err
+
+
+def test_an_empty_test_split_is_not_written_nor_trained_for(capsys, tmp_path):
+    """--test-fraction 0 used to write a test file of no rows, and training on its pair failed only
+    after training ('Y has no rows', no file named), its model lost."""
+    code, out, _ = _run(capsys, "generate", str(tmp_path / "g"), "--n", "60", "--d", "20", "--labels", "4",
+                        "--test-fraction", "0")
+    assert code == 0 and (tmp_path / "g_train.txt").exists() and not (tmp_path / "g_test.txt").exists()
+    (tmp_path / "e_train.txt").write_text("2 5 3\n0 0:1\n1 1:1\n")
+    (tmp_path / "e_test.txt").write_text("0 5 3\n")
+    code, _, err = _run(capsys, "train", str(tmp_path / "e_train.txt"), "--threads", "1")
+    assert code == 2 and "e_test.txt: no rows to test on" in err
+
+
 def test_malformed_training_file_names_file_and_line(capsys, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("2 3 2\n0 0:1 1:1\n1 0:1 7:1\n")

@@ -98,6 +98,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                   name=Path(args.prefix).name)
     train, test = split(ds, args.test_fraction, seed=args.seed)
     for part, suffix in ((train, "train"), (test, "test")):
+        if part.n == 0 and suffix == "test":  # --test-fraction 0: an empty test file would fail training's end
+            continue
         path = f"{args.prefix}_{suffix}.txt"
         write_xc(path, part)
         print(f"wrote {path}: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
@@ -191,6 +193,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
     params = _solver_params(args)  # a refused parameter fails before any data is read
     train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
+    if test_ds is not None and test_ds.n == 0:  # refused before training, not after it
+        raise ValueError(f"{test_ds.path or args.test}: no rows to test on")
     recorder = JsonLinesSink(args.records) if args.records else None
     multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
@@ -256,7 +260,11 @@ def cmd_launch(args: argparse.Namespace) -> int:
     path = Path(args.spec)
     if not path.is_file():
         raise ValueError(f"{path}: no such spec file")
-    print(launch(RunSpec.from_json(path.read_text(encoding="utf-8"), source=str(path)), RunStore(args.home)))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a run spec (not UTF-8 text; `xcviz spec` writes one)") from None
+    print(launch(RunSpec.from_json(text, source=str(path)), RunStore(args.home)))
     return 0
 
 
