@@ -291,6 +291,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
     store = RunStore(args.home, create=False)
     run = store.find(args.run)
+    ended = store.get(run)["status"]
+    if ended in ("done", "failed", "cancelled"):  # said as such, not as a cancel that just happened
+        print(f"{run} is already {ended}")
+        return 0
     status = store.request_cancel(run)
     if status == "cancelled":
         print(f"cancelled: {run} had no process training it")

@@ -82,9 +82,11 @@ def test_a_launcher_killed_after_recording_its_run_leaves_no_queued_run(tmp_path
     run = result.stdout.strip()
     assert RunStore(home).get(run)["status"] == "interrupted"
     cancelled = xcviz_cli("cancel", run, "--home", home)
-    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.returncode == 0 and "had no process training it" in cancelled.stdout, cancelled.stderr
     row = RunStore(home).get(run)
     assert row["status"] == "cancelled" and row["ended"] is not None
+    again = xcviz_cli("cancel", run, "--home", home)  # says it had ended, not that it was cancelled now
+    assert again.returncode == 0 and again.stdout.strip() == f"{run} is already cancelled", again.stdout
     waited = xcviz_cli("wait", run, "--json", "--home", home, "--timeout", "20")
     assert json.loads(waited.stdout)["status"] == "cancelled"
 

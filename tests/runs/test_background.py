@@ -46,6 +46,18 @@ def test_a_spec_names_files_absolutely_whatever_folder_it_was_written_in(tmp_pat
     assert RunSpec(dataset="bibtex").validate().dataset == "bibtex"  # a bundled name stays a name
 
 
+def test_run_names_are_one_line_and_never_another_runs_id(tmp_path):
+    with pytest.raises(SpecError, match="no control characters"):
+        RunSpec(dataset="bibtex", name="two\nlines").validate()
+    assert RunSpec(dataset="bibtex", name="   ").validate().name == ""  # blank: the run goes by its id
+    store = RunStore(tmp_path)
+    spec = RunSpec(dataset="bibtex").validate().to_json()
+    first = store.create(spec)
+    second = store.create(spec, first)  # named like the first run's id: it could never be found by name
+    assert store.get(first)["name"] == first and store.get(second)["name"] == f"{first}-2"
+    assert store.find(f"{first}-2") == second
+
+
 def test_store_refuses_a_newer_schema(tmp_path):
     RunStore(tmp_path)
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:

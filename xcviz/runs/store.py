@@ -245,7 +245,8 @@ class RunStore:
             run = _new_id()
             while run in ids:
                 run = _new_id()
-            if name in taken:
+            if name in taken or name in ids:  # another run's id as a name would never reach this run
+                taken |= ids
                 name = next(f"{name}-{k}" for k in range(2, len(taken) + 3) if f"{name}-{k}" not in taken)
             db.execute("INSERT INTO runs (id, name, spec, status, created, pid, host, pid_start, claim, inputs) "
                        "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
