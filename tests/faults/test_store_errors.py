@@ -89,14 +89,17 @@ def test_a_read_only_store_can_be_listed(tmp_path):
     store = RunStore(home)
     run = store.create(json.dumps({"dataset": "bibtex"}), "listed")
     store.update(run, status="done", summary={"p@1": 63.5})
+    queued = store.create(json.dumps({"dataset": "bibtex"}), "queued")  # a cancel of it must write
     os.chmod(home, 0o555)
     os.chmod(store.path, 0o444)
     try:
         result = _without_root_powers("runs", "--home", home, "--json")
         assert result.returncode == 0, result.stderr[-2000:]
-        (row,) = json.loads(result.stdout)
-        assert row["name"] == "listed" and row["status"] == "done" and row["p@1"] == 63.5
-        _one_line(_without_root_powers("cancel", run, "--home", home), "read-only")
+        rows = {r["name"]: r for r in json.loads(result.stdout)}
+        assert rows["listed"]["status"] == "done" and rows["listed"]["p@1"] == 63.5
+        ended = _without_root_powers("cancel", run, "--home", home)  # nothing to write: read, and said
+        assert ended.returncode == 0 and ended.stdout.strip() == f"{run} is already done", ended.stderr
+        _one_line(_without_root_powers("cancel", queued, "--home", home), "read-only")
     finally:
         os.chmod(home, 0o755)
 
