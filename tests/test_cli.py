@@ -80,6 +80,9 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["train", "bibtex", "--set", "threads=4"], "unknown parameter"),  # an option of its own, not a parameter
     (["train", "bibtex", "--set", "solver=ppdsparse"], "unknown parameter"),
     (["train", "bibtex", "--set", "=3"], "NAME=VALUE"),
+    (["train", "bibtex", "--init", "mis"], "dismec's init must be one of zero, bias, ovap, msi, not 'mis' (did you mean msi?)"),
+    (["train", "bibtex", "--C", "nan"], "dismec's C must be a number, not nan"),
+    (["train", "bibtex", "--set", "max_iter=1.5"], "dismec's max_iter must be a whole number, not 1.5"),
     (["generate", "huge", "--n", "1000000000000", "--d", "10", "--labels", "5"], "--n"),
     (["evaluate", "no/such/model", "bibtex"], "no such file"),
 ])

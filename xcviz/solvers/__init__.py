@@ -11,7 +11,7 @@ from .dismec import DismecParams, fit_dismec
 from .dsmlr import DsmlrParams, fit_dsmlr
 from .ldgs import LdgsParams, fit_ldgs
 from .memoir import MemoirParams, fit_memoir
-from .params import param_dict
+from .params import param_dict, plain_refusal, refused_value
 from .ppdsparse import PPDSparseParams, fit_ppdsparse
 
 
@@ -63,4 +63,7 @@ def make_params(solver: str, /, **values) -> param.Parameterized:
     if unknown:
         raise ValueError(f"unknown parameter(s) for {solver}: {', '.join(unknown)}; "
                          f"known: {', '.join(k for k in cls.param if k != 'name')}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ValueError(f"{solver}'s {(refused_value(cls, values) or plain_refusal(exc)).rstrip('.')}") from None

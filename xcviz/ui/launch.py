@@ -11,7 +11,6 @@ stays disabled until it is fixed. A solver added to the registry appears here wi
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 
 import panel as pn
@@ -22,6 +21,7 @@ from ..runs.cluster import MAX_LOCAL_WORKERS
 from ..oracles.registry import ORACLES
 from ..runs.spec import RunSpec
 from ..solvers import SOLVERS
+from ..solvers.params import plain_refusal
 
 WIDTH = 260  # the sidebar's widgets
 # defaults of the page that differ from the solver's, because the solver's learn nothing useful on
@@ -127,7 +127,7 @@ class ParamInput:
         except ValueError as exc:
             kind = "a whole number" if isinstance(p, param.Integer) else "a number"
             error = str(exc) if "must be" in str(exc) or "not in" in str(exc) else f"{self.name} must be {kind}, not {raw!r}"
-            error = re.sub(r"^\w+ parameter '(?:\w+\.)?(\w+)'", r"\1", error)  # "C must be at least ..."
+            error = plain_refusal(error)  # "C must be at least ..."
         if error != self.error:
             self.error = error
             self.message.object = html.escape(error)
