@@ -110,6 +110,19 @@ def test_an_empty_test_split_is_not_written_nor_trained_for(capsys, tmp_path):
     assert code == 2 and "e_test.txt: no rows to test on" in err
 
 
+@pytest.mark.parametrize("argv, phrase", [
+    (["train", "bibtex", "--C", "abc"], "argument --C: invalid float value: 'abc' (see `xcviz train --help`)"),
+    (["trian", "bibtex"], "invalid choice: 'trian'"),
+    ([], "required: command (see `xcviz --help`)"),
+])
+def test_a_malformed_command_line_gives_one_line_too(capsys, argv, phrase):
+    """argparse's own refusals: one line and where to read more, not the usage block."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("xcviz: error:") and err.count("\n") == 1 and phrase in err
+
+
 def test_malformed_training_file_names_file_and_line(capsys, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("2 3 2\n0 0:1 1:1\n1 0:1 7:1\n")

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from . import __version__
 from .data.errors import DatasetFormatError
@@ -401,8 +402,16 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
                    help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command's one-line errors ("xcviz: error: ...", exit 2) instead of the
+    usage block, and where to read it (its subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"xcviz: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="xcviz", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="xcviz", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"xcviz {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
