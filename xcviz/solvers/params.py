@@ -24,7 +24,9 @@ def refused_value(cls: type[param.Parameterized], values: dict) -> str | None:
     'abc'"), or None when param's own refusal says it well enough (a bound)."""
     for key, value in values.items():
         p = cls.param[key] if key in cls.param else None
-        if isinstance(p, param.Selector) and value not in p.objects:
+        if p is None or value is None and p.allow_None:
+            continue
+        if isinstance(p, param.Selector) and getattr(p, "check_on_set", True) and value not in p.objects:
             close = difflib.get_close_matches(str(value), [str(o) for o in p.objects], n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             return f"{key} must be one of {', '.join(map(str, p.objects))}, not {value!r}{hint}"
