@@ -194,8 +194,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
     params = _solver_params(args)  # a refused parameter fails before any data is read
     train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
-    if test_ds is not None and test_ds.n == 0:  # refused before training, not after it
-        raise ValueError(f"{test_ds.path or args.test}: no rows to test on")
     recorder = JsonLinesSink(args.records) if args.records else None
     multiclass = get_solver(args.solver).multiclass
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,

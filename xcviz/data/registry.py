@@ -106,7 +106,10 @@ def _labelled(ds: Dataset, label_map: dict[int, int]) -> Dataset:
 
 
 def _test_for(train: Dataset, test: Dataset) -> Dataset:
-    """An XC test set checked against, and shaped like, its training set."""
+    """An XC test set checked against, and shaped like, its training set; one of no rows is refused
+    (every caller evaluates on it, after training)."""
+    if test.n == 0:
+        raise DatasetFormatError(str(test.path), None, "no rows to test on")
     for what, got, limit, index in (("feature", test.n_features, train.n_features, test.X.indices),
                                     ("label", test.n_labels, train.n_labels, test.Y.indices)):
         if got > limit and index.size and index.max() >= limit:
