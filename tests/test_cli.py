@@ -1,5 +1,6 @@
 """The `xcviz` command: datasets, generate, train --json, evaluate, and one-line errors."""
 import json
+import os
 import subprocess
 import sys
 
@@ -85,6 +86,12 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["train", "bibtex", "--set", "max_iter=1.5"], "dismec's max_iter must be a whole number, not 1.5"),
     (["generate", "huge", "--n", "1000000000000", "--d", "10", "--labels", "5"], "--n"),
     (["evaluate", "no/such/model", "bibtex"], "no such file"),
+    (["generate", "g", "--n", "50", "--d", "10", "--labels", "4", "--avg-labels", "9"],
+     "avg_labels (9) cannot exceed the number of labels (4)"),
+    (["train", "bibtex", "--set", "C=1", "--C", "2"], "--C 2 and --set C=1 disagree; give C once"),
+    (["train", "bibtex", "--no-normalize", "--set", "normalize=true"], "--no-normalize and --set normalize=true"),
+    (["train", "bibtex", "--records", "/"], "--records /: a folder"),
+    (["report", "some-run", "-o", "/"], "-o /: a folder"),
 ])
 def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):
     code, out, err = _run(capsys, *argv)
@@ -108,6 +115,27 @@ def test_an_empty_test_split_is_not_written_nor_trained_for(capsys, tmp_path):
     (tmp_path / "e_test.txt").write_text("0 5 3\n")
     code, _, err = _run(capsys, "train", str(tmp_path / "e_train.txt"), "--threads", "1")
     assert code == 2 and "e_test.txt: no rows to test on" in err
+
+
+def test_out_replaces_a_model_but_not_other_files_and_psp_says_why_it_is_missing(capsys, tmp_path):
+    """--out used to write into any folder, silently; a training file of fewer than 3 rows failed
+    after training (the propensities of PSP@k), losing the model."""
+    (tmp_path / "tiny_train.txt").write_text("2 3 2\n0 0:1\n1 1:1 2:1\n")
+    (tmp_path / "tiny_test.txt").write_text("2 3 2\n0 0:1\n1 1:1\n")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    code, _, err = _run(capsys, "train", str(tmp_path / "tiny_train.txt"), "--out", str(tmp_path / "mine"))
+    assert code == 2 and "a folder holding other files" in err and sorted(os.listdir(tmp_path / "mine")) == ["notes.txt"]
+    model = tmp_path / "model"
+    for replaced in (False, True):
+        code, out, err = _run(capsys, "train", str(tmp_path / "tiny_train.txt"), "--threads", "1", "--out", str(model),
+                              "--json")
+        summary = json.loads(out)
+        assert code == 0 and summary["p@1"] == 100.0 and "psp@1" not in summary
+        assert "psp@k and psndcg@k left out: the propensities need at least 3 training rows" in err
+        assert ("replacing the model saved in" in err) == replaced
+    code, out, err = _run(capsys, "evaluate", str(model), str(tmp_path / "tiny_test.txt"), "--json")
+    assert code == 0 and json.loads(out)["p@1"] == 100.0 and "a saved model does not keep" in err
 
 
 @pytest.mark.parametrize("argv, phrase", [

@@ -86,10 +86,10 @@ def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None =
     """P@k, nDCG@k, recall@k, coverage@k (and PSP@k, PSnDCG@k when the training split is given,
     for its propensities), in percent; for a multi-class test split also accuracy and macro-F1.
     A multiclass model meets multi-label test rows replicated once per label, as it was trained.
-    A sharded training set gives no PSP: its rows (and label counts) are not read for it. A sharded
+    PSP is left out when `psp_unavailable(train)` says why (no, a sharded or a tiny training split). A sharded
     test split is predicted part by part: one part's features in memory at a time, beside every
     part's labels and top k (the same numbers as the whole split at once)."""
-    if isinstance(train, Shards):
+    if psp_unavailable(train):
         train = None
     family = get_solver(model.solver)
     replicate = family.multiclass and not family.multilabel
@@ -104,6 +104,18 @@ def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None =
         result["accuracy"] = 100.0 * metrics.accuracy(truth, topk[:, 0])
         result["macro_f1"] = 100.0 * metrics.macro_f1(truth, topk[:, 0])
     return result
+
+
+def psp_unavailable(train: Dataset | Shards | None) -> str | None:
+    """Why `evaluate` leaves PSP@k and PSnDCG@k out for this training split, or None when it scores
+    them: their propensities need the training label counts of at least 3 rows."""
+    if train is None:
+        return "no training split was given for the label propensities"
+    if isinstance(train, Shards):
+        return "a sharded training split's label counts are not read for the propensities"
+    if train.n < 3:
+        return f"the propensities need at least 3 training rows, the training split has {train.n}"
+    return None
 
 
 def _top_of(model: SparseModel, test: Dataset, k: int, replicate: bool, threads: int | None) -> tuple:

@@ -89,12 +89,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
 
-    need = GENERATE_BYTES * args.n * (args.avg_nnz + args.avg_labels)
+    avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
+    need = GENERATE_BYTES * args.n * (args.avg_nnz + avg_labels)
     have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if need > have:
         raise ValueError(f"--n {args.n} with --avg-nnz {args.avg_nnz}: about {need / 2**30:,.0f} GiB to generate, "
                          f"more than this machine's {have / 2**30:,.0f} GiB of memory; choose a smaller --n")
-    ds = generate(args.n, args.d, args.labels, avg_labels=args.avg_labels, avg_nnz=args.avg_nnz,
+    ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
                   name=Path(args.prefix).name)
     train, test = split(ds, args.test_fraction, seed=args.seed)
@@ -133,6 +134,11 @@ def _parse_sets(pairs: list[str]) -> dict:
     return values
 
 
+def _fmt_value(value) -> str:
+    """A parameter's value as the user would type it (2, not 2.0; true, not True)."""
+    return f"{value:g}" if isinstance(value, float) else value if isinstance(value, str) else json.dumps(value)
+
+
 def _solver_params(args: argparse.Namespace) -> dict:
     """The solver parameters given on the command line (the rest keep the solver's defaults),
     checked against the solver's: a name it does not know (`--set threads=4`, which has its own
@@ -145,9 +151,14 @@ def _solver_params(args: argparse.Namespace) -> dict:
     chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
               "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs, "mode": args.mode,
               "gradient": args.gradient, "embedding": args.embedding}
-    params.update({k: v for k, v in chosen.items() if v is not None})
+    chosen = {k: v for k, v in chosen.items() if v is not None}
     if args.no_normalize:
-        params["normalize"] = False
+        chosen["normalize"] = False
+    for key, value in chosen.items():
+        if key in params and params[key] != value:
+            option = "--no-normalize" if key == "normalize" else f"--{key} {_fmt_value(value)}"
+            raise ValueError(f"{option} and --set {key}={_fmt_value(params[key])} disagree; give {key} once")
+    params.update(chosen)
     make_params(args.solver, **params)
     return params
 
@@ -183,15 +194,46 @@ def _paired_test(dataset: str, test: str | None) -> str | None:
     return test
 
 
+def _output_file(option: str, path: str) -> None:
+    """Refuse a folder where an option names a file to write, before any work is done."""
+    if Path(path).is_dir():
+        raise ValueError(f"{option} {path}: a folder; give a file name in it")
+
+
+def _model_folder(path: str) -> bool:
+    """Check `--out` before training: a new or empty folder, or an xcviz model folder (which the
+    new model replaces; returns True then). A file, or a folder holding anything else, is refused:
+    the model's files would land among the user's."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {path}: a file is there; the model is a folder (choose another name)")
+    if not out.is_dir() or not any(out.iterdir()):
+        return False
+    if not (out / "model.json").is_file():
+        raise ValueError(f"--out {path}: a folder holding other files; the model needs a new or empty folder, "
+                         "or a saved xcviz model's folder to replace")
+    return True
+
+
+def _note_psp(test, train) -> None:
+    """Say on stderr why the metrics leave PSP@k out, when they do."""
+    from .api import psp_unavailable
+
+    why = test is not None and psp_unavailable(train)
+    if why:
+        print(f"xcviz: psp@k and psndcg@k left out: {why}", file=sys.stderr)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
     from .runs.sinks import JsonLinesSink
-    from .runs.summary import model_summary, peak_rss_mb
+    from .runs.summary import metric_summary, model_summary, peak_rss_mb
     from .solvers import get_solver
 
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: a file is there; the model is a folder (choose another name)")
+    replacing = bool(args.out) and _model_folder(args.out)
+    if args.records:
+        _output_file("--records", args.records)
     params = _solver_params(args)  # a refused parameter fails before any data is read
     train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
     recorder = JsonLinesSink(args.records) if args.records else None
@@ -202,9 +244,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = {"dataset": args.dataset, "solver": args.solver,
                **model_summary(model, train_ds.n, None if test_ds is None else test_ds.n)}
     if test_ds is not None:
-        summary.update({k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()})
+        summary.update(metric_summary(evaluate(model, test_ds, train_ds, threads=args.threads)))
+        _note_psp(test_ds, train_ds)
     if args.out:
         model.info["summary"] = summary
+        if replacing:
+            print(f"xcviz: replacing the model saved in {args.out}", file=sys.stderr)
         model.save(args.out)
         summary["model_dir"] = str(args.out)
     summary["peak_rss_mb"] = peak_rss_mb()
@@ -219,6 +264,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import evaluate
     from .data.registry import BUNDLED, load, load_files
     from .embedding_model import load_model
+    from .runs.summary import metric_summary
 
     model = load_model(args.model)
     labels = model.info.get("label_values")  # a LIBSVM training file's labels: read with the same map
@@ -233,7 +279,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               "they count as misses", file=sys.stderr)
     elif unseen:
         raise ValueError(f"{args.dataset} has {test_ds.n_labels} labels, the model has {model.n_labels}")
-    result = {k: round(v, 4) for k, v in evaluate(model, test_ds, train_ds, threads=args.threads).items()}
+    result = metric_summary(evaluate(model, test_ds, train_ds, threads=args.threads))
+    if train_ds is None:
+        print("xcviz: psp@k and psndcg@k left out: their propensities need the training split's label counts, "
+              "which a saved model does not keep (a bundled name's test split has them)", file=sys.stderr)
+    else:
+        _note_psp(test_ds, train_ds)
     if args.json:
         print(json.dumps({"model": str(args.model), "dataset": args.dataset, **result}))
     else:
@@ -356,6 +407,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .runs.store import RunStore
 
+    _output_file("-o", args.output)
     store = RunStore(args.home, create=False)
     for path in write_report(store, [store.find(run) for run in args.runs], args.output):
         print(f"wrote {path}")
@@ -418,18 +470,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_datasets)
 
     p = sub.add_parser("generate", help="write a synthetic XMC problem as PREFIX_train.txt and PREFIX_test.txt")
-    p.add_argument("prefix")
+    p.add_argument("prefix", help="where to write: PREFIX_train.txt and PREFIX_test.txt (XC text)")
     p.add_argument("--n", type=int, required=True, help="instances (train + test)")
     p.add_argument("--d", type=int, required=True, help="features")
     p.add_argument("--labels", type=int, required=True, help="labels (classes with --multiclass)")
     p.add_argument("--multiclass", action="store_true", help="exactly one label per instance")
-    p.add_argument("--avg-labels", type=float, default=5.0, help="average labels per instance (default 5)")
+    p.add_argument("--avg-labels", type=float, help="average labels per instance (default 5, or --labels if fewer)")
     p.add_argument("--avg-nnz", type=float, default=75.0, help="average non-zeros per row (default 75)")
     p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of label frequencies (default 1)")
     p.add_argument("--noise", type=float, default=0.0,
                    help="share of signature terms drawn from a confusable neighbour label (default 0: nearly separable)")
     p.add_argument("--test-fraction", type=float, default=0.3, help="share of rows in the test file (default 0.3)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same files (default 0)")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("shard", help="split a data set into a folder of XC part files and a manifest, for workers "
@@ -455,10 +507,10 @@ def build_parser() -> argparse.ArgumentParser:
     home = argparse.ArgumentParser(add_help=False)
     home.add_argument("--home", help="the run store folder (default: $XCVIZ_HOME or ./xcviz-runs)")
     p = sub.add_parser("launch", parents=[home], help="start a background run from a spec file; prints its id")
-    p.add_argument("spec")
+    p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser("runs", parents=[home], help="list the runs of the store")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_runs)
     for name, func, text in (("cancel", cmd_cancel, "stop a run after its current block, keeping a partial model"),
                              ("resume", cmd_resume, "continue an interrupted, cancelled or failed run"),
@@ -477,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("serve", parents=[home], help="serve the dashboard at http://ADDRESS:PORT/dashboard")
-    p.add_argument("--port", type=int, default=5006)
+    p.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006)")
     p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--data-dir", action="append", default=[], metavar="DIR",
                    help="a folder whose *_train.txt* files the dashboard offers (repeatable)")
@@ -495,8 +547,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="evaluate a saved model on a bundled test split or a file")
     p.add_argument("model", help="model folder written by `xcviz train --out`")
     p.add_argument("dataset", help="a bundled name (its test split) or a file")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
     p.set_defaults(func=cmd_evaluate)
     return parser
 

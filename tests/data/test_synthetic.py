@@ -91,7 +91,7 @@ def test_multiclass_at_memoir_scale():
 
 
 def test_invalid_parameters():
-    for bad in (dict(n=0), dict(avg_labels=0.5), dict(avg_nnz=0), dict(zipf=-1)):
+    for bad in (dict(n=0), dict(avg_labels=0.5), dict(avg_labels=6), dict(avg_nnz=0), dict(zipf=-1)):
         with pytest.raises(ValueError):
             generate(**{"n": 5, "d": 5, "labels": 5, **bad})
 

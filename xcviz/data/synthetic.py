@@ -138,6 +138,9 @@ def generate(
         raise ValueError("n, d and labels must be positive")
     if not multiclass and avg_labels < 1:
         raise ValueError("avg_labels must be at least 1")
+    if not multiclass and avg_labels > labels:
+        raise ValueError(f"avg_labels ({avg_labels:g}) cannot exceed the number of labels ({labels}): a row holds "
+                         "each label once")
     if not 0.0 <= noise < 1.0:
         raise ValueError(f"noise must be in [0, 1), got {noise}")
     if avg_nnz <= 0 or zipf < 0:

@@ -26,6 +26,12 @@ def model_summary(model, n_train: int, n_test: int | None = None) -> dict:
     return summary
 
 
+def metric_summary(metrics: dict[str, float]) -> dict[str, float]:
+    """Test metrics as every summary holds them (`train --json`, `evaluate --json`, a background
+    run's and so `wait --json`): percent, to 4 decimals."""
+    return {k: round(v, 4) for k, v in metrics.items()}
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MB."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -27,7 +27,7 @@ from .cluster import cluster_client
 from .inputs import check
 from .spec import RunSpec
 from .store import RESUMABLE, RunStore, SqliteSink, StoreError
-from .summary import model_summary, peak_rss_mb
+from .summary import metric_summary, model_summary, peak_rss_mb
 
 
 def _versions() -> dict:
@@ -90,7 +90,7 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
         status = "done" if done == train.n_labels else "cancelled"
         summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
         if status == "done" and test is not None:
-            summary.update(evaluate(model, test, train, threads=spec.threads))
+            summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))
         summary["peak_rss_mb"] = peak_rss_mb()
         store.update(run, status=status, ended=time.time(), done=done, summary=summary)
         return status
@@ -118,7 +118,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     status = "cancelled" if model.info["cancelled"] else "done"
     summary = model_summary(model, train.n, None if test is None else test.n)
     if status == "done" and test is not None:
-        summary.update(evaluate(model, test, train, threads=spec.threads))
+        summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))
     summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), summary=summary)
     return status
