@@ -229,7 +229,8 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     spec = RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json()
     runs = {}
     for name, fields in (("first", {"objective": [5.0, 4.0]}), ("second", {"objective": [3.0, 2.0],
-                                                                            "accuracy": [0.2, 0.3]})):
+                                                                            "accuracy": [0.2, 0.3],
+                                                                            "p_at_1": [0.5, 0.625]})):
         runs[name] = store.create(spec, name)
         store.append_batch(runs[name], "iteration", {"label": np.zeros(2, np.int64), "iteration": np.arange(2),
                                                      "epoch": np.arange(2) / 10,
@@ -250,6 +251,8 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     assert early == [], [(type(e).__name__, type(e.model).__name__) for e in early]
     drawn = view.plots._sources["accuracy"][1].data  # and it arrived with its data
     assert drawn["run"] == ["second"] and list(drawn["ys"][0]) == [20.0, 30.0]
+    precision = view.plots._sources["p_at_1"][1].data  # LDGS's P@1 in percent too, as the runs table prints it
+    assert list(precision["ys"][0]) == [50.0, 62.5] and "%" in view.plots._figures["p_at_1"].object.yaxis[0].axis_label
 
 
 def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):

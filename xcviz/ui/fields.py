@@ -49,8 +49,8 @@ FIELDS: dict[str, Field] = {
     "idle_seconds": Field("idle seconds per worker", False),
     "queue_length": Field("longest queue per worker", False),
     # LDGS (per record window, on a fixed diagnostic sample against exact scores; its active_set is |A|)
-    "p_at_1": Field("P@1 (sample)", False, "share"),
-    "p_at_5": Field("P@5 (sample)", False, "share"),
+    "p_at_1": Field("P@1 (sample, %)", False, "percent"),
+    "p_at_5": Field("P@5 (sample, %)", False, "percent"),
     "search_recall_mips": Field("mips search recall", False, "share"),
     "search_recall_decomp": Field("decomp search recall", False, "share"),
     "gradient_error": Field("gradient relative l2 error", True),
