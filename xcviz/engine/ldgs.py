@@ -514,12 +514,12 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 
 
 @njit(cache=True, nogil=True)
-def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
+def _complete_many(zb, present, members, n_members, todo, W, phi, i, bounds, ids):
     """`_complete` of the candidates todo[:] (each once), eight at a time: the eight rows' sums of
     one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
-    bit), and only the blocks a candidate lacks take the result. Eight independent sums keep
-    eight rows of W in flight (the rows are scattered over W: their loads, not the additions,
-    bound this loop)."""
+    bit), and only the blocks a candidate lacks take the result, which also lists it among their
+    members (members[j, :n_members[j]], see `_block_loss`). Eight independent sums keep eight rows
+    of W in flight (the rows are scattered over W: their loads, not the additions, bound this loop)."""
     B = zb.shape[0]
     n = todo.shape[0]
     vals = np.empty(8)
@@ -551,54 +551,61 @@ def _complete_many(zb, present, todo, W, phi, i, bounds, ids):
                 if not present[j, t]:
                     zb[j, t] = vals[u]
                     present[j, t] = True
+                    members[j, n_members[j]] = t
+                    n_members[j] += 1
         r += 8
-    for t in range(r, n):
-        _complete(zb, present, todo[t], W, phi, i, bounds, ids)
+    for t in todo[r:]:
+        for j in range(B):
+            if not present[j, t]:
+                members[j, n_members[j]] = t
+                n_members[j] += 1
+        _complete(zb, present, t, W, phi, i, bounds, ids)
 
 
 @njit(cache=True, nogil=True)
-def _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra):
-    """L(B (z~_j + lambda_j)) of block j over the candidates present in it (the others are -inf;
-    zb, present, lam: B x c, block-major, so a block's candidates are contiguous); the gradient in
-    g[:m] for the candidates at[:m]. Returns m. The margin loss's levels are computed in the
-    gathering pass itself (see `loss_grad`, whose numbers these are, bit for bit)."""
-    B, c = zb.shape
-    m = 0
+def _block_loss(zb, lam, members, n_members, j, pos, loss, mu, x, xp, at, g, extra):
+    """L(B (z~_j + lambda_j)) of block j over its members, the candidates present in it
+    (members[j, :n_members[j]]; the others are -inf; zb, lam: B x c, block-major); the gradient in
+    g[:m] for the candidates at[:m] = its members. Returns m. Walking the members alone, not all c
+    candidates, is what keeps a block's work to what it retrieved (about c / B before the active set
+    is completed). The margin loss's levels are computed in the gathering pass itself (see
+    `loss_grad`, whose numbers these are, bit for bit, on the candidates in members' order)."""
+    B = zb.shape[0]
+    m = n_members[j]
     if loss == CE:
-        for t in range(c):  # branch-free: every candidate is written at m, the present ones advance m
-            x[m] = B * (zb[j, t] + lam[j, t])
-            xp[m] = pos[t]
-            at[m] = t
-            m += present[j, t]
+        for r in range(m):
+            t = members[j, r]
+            x[r] = B * (zb[j, t] + lam[j, t])
+            xp[r] = pos[t]
+            at[r] = t
         extra[1] = loss_grad(x[:m], xp[:m], loss, mu, g[:m], extra)
         return m
     maxn, minp, n_pos = -np.inf, np.inf, 0
-    for t in range(c):
+    for r in range(m):
+        t = members[j, r]
         p = pos[t]
         v = _level(B * (zb[j, t] + lam[j, t]), p, mu)
-        x[m] = v
-        xp[m] = p
-        at[m] = t
-        here = present[j, t]
-        m += here
-        maxn = max(maxn, v if here and not p else -np.inf)  # selects, not branches: which
-        minp = min(minp, v if here and p else np.inf)  # candidates a block holds is data
-        n_pos += here and p
+        x[r] = v
+        xp[r] = p
+        at[r] = t
+        maxn = max(maxn, v if not p else -np.inf)  # selects, not branches: which candidates are
+        minp = min(minp, v if p else np.inf)  # positives is data
+        n_pos += p
     extra[1] = margin_from_levels(x[:m], xp[:m], n_pos, maxn, minp, mu, g[:m], extra)
     return m
 
 
 @njit(cache=True, nogil=True)
-def decomposed_loss(zb, present, lam, pos, loss, mu, coef):
-    """G(Lambda) = (1/B) sum_j L(B (z~_j + lambda_j)) (Theorem 1's objective, each block over the
-    candidates present in it); coef = (1/B) sum_j of the block gradients (Algorithm 2's output)."""
+def decomposed_loss(zb, lam, members, n_members, pos, loss, mu, coef):
+    """G(Lambda) = (1/B) sum_j L(B (z~_j + lambda_j)) (Theorem 1's objective, each block over its
+    members, see `_block_loss`); coef = (1/B) sum_j of the block gradients (Algorithm 2's output)."""
     B, c = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     coef[:] = 0.0
     value = 0.0
     share = 1.0 / B
     for j in range(B):
-        m = _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra)
+        m = _block_loss(zb, lam, members, n_members, j, pos, loss, mu, x, xp, at, g, extra)
         value += extra[1] / B
         for r in range(m):
             coef[at[r]] += g[r] * share
@@ -606,11 +613,12 @@ def decomposed_loss(zb, present, lam, pos, loss, mu, coef):
 
 
 @njit(cache=True, nogil=True)
-def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bounds, ids):
+def messages(zb, present, members, n_members, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bounds, ids):
     """Algorithm 2's loop on one sample, restricted to the active set: T = steps greedy steps from
-    lam (zb, present, lam: B x c, block-major; lam starts at 0 and moves on A only). Each step
-    computes A (candidates with a block gradient above tau2 in some block, each block over the
-    candidates present in it), scores A's members exactly in the blocks that did not retrieve them
+    lam (zb, present, lam: B x c, block-major; lam starts at 0 and moves on A only; block j's
+    members listed in members[j, :n_members[j]]). Each step computes A (candidates with a block
+    gradient above tau2 in some block, each block over its members), scores A exactly in the blocks
+    that did not retrieve it
     (O(h |A|)) and moves lambda_k towards z~_k / B - z~_kj on A only (O(B |A|)). When trace has
     steps + 1 entries, trace[t] = G(Lambda) after t steps (trace[0]: before). Returns |A| of the
     last step."""
@@ -621,12 +629,12 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bou
     scratch = np.empty(c)
     tracing = trace.shape[0] == steps + 1
     if tracing:
-        trace[0] = decomposed_loss(zb, present, lam, pos, loss, mu, scratch)
+        trace[0] = decomposed_loss(zb, lam, members, n_members, pos, loss, mu, scratch)
     n_active = 0
     for t in range(1, steps + 1):
         active[:] = False
         for j in range(B):
-            m = _block_loss(zb, present, lam, j, pos, loss, mu, x, xp, at, g, extra)
+            m = _block_loss(zb, lam, members, n_members, j, pos, loss, mu, x, xp, at, g, extra)
             for r in range(m):
                 active[at[r]] |= abs(g[r]) > tau2
         eta = 2.0 / (t + 2.0)
@@ -634,7 +642,7 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bou
         for k in range(c):  # A in increasing order, branch-free
             todo[n_active] = k
             n_active += active[k]
-        _complete_many(zb, present, todo[:n_active], W, phi, i, bounds, ids)
+        _complete_many(zb, present, members, n_members, todo[:n_active], W, phi, i, bounds, ids)
         for r in range(n_active):
             k = todo[r]
             zt = 0.0
@@ -643,7 +651,7 @@ def messages(zb, present, pos, steps, tau2, loss, mu, lam, trace, W, phi, i, bou
             for j in range(B):
                 lam[j, k] = eta * (zt / B - zb[j, k]) + (1.0 - eta) * lam[j, k]
         if tracing:
-            trace[t] = decomposed_loss(zb, present, lam, pos, loss, mu, scratch)
+            trace[t] = decomposed_loss(zb, lam, members, n_members, pos, loss, mu, scratch)
     return n_active
 
 
@@ -652,10 +660,13 @@ def greedy_messages(zb, pos, steps, tau2, loss, mu, lam, trace):
     """`messages` with every candidate scored in every block, zb and lam c x B (lam updated in place)."""
     c, B = zb.shape
     present = np.ones((B, c), np.bool_)
+    members = np.empty((B, c), np.int64)
+    for j in range(B):
+        members[j] = np.arange(c)
     lam_b = np.ascontiguousarray(lam.T)
     none = np.empty((0, 1))
-    n_active = messages(np.ascontiguousarray(zb.T), present, pos, steps, tau2, loss, mu, lam_b, trace, none, none, 0,
-                        np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
+    n_active = messages(np.ascontiguousarray(zb.T), present, members, np.full(B, c), pos, steps, tau2, loss, mu, lam_b,
+                        trace, none, none, 0, np.zeros(B + 1, np.int64), np.zeros(c, np.int64))
     lam[:] = lam_b.T
     return n_active
 
@@ -666,7 +677,9 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
     order, each class once; Z[i, j, s], present[i, j, s] = the block scores retrieved (block-major).
     The classes map to their slots s through the weight store's hash table (weightstore.find/insert)
     sized to the sample's entries (a few kB, so it stays in cache, where a K-sized map misses on
-    nearly every look-up). Returns u."""
+    nearly every look-up). Returns (u, members, n_members): block j's retrieved slots in
+    members[j, :n_members[j]], in retrieval order (room for every entry: the blocks gain members
+    as `_complete_many` scores candidates in them)."""
     B, q = S.shape[1], S.shape[2]
     entries = pos_ptr[i + 1] - pos_ptr[i]
     for j in range(B):
@@ -681,6 +694,8 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
     keys = np.full(1 << bits, EMPTY, np.int64)
     slots = np.empty(1 << bits, np.int64)
     shift = 64 - bits
+    members = np.empty((B, entries), np.int64)
+    n_members = np.zeros(B, np.int64)
     u = 0
     for p in range(pos_ptr[i], pos_ptr[i + 1]):
         k = pos_idx[p]
@@ -704,7 +719,9 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
                 u += 1
             Z[i, j, s] = V[i, j, t]
             present[i, j, s] = True
-    return u
+            members[j, n_members[j]] = s
+            n_members[j] += 1
+    return u, members, n_members
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -721,7 +738,7 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
     if Z.shape[1] != B or present.shape[1] != B:
         raise ValueError("Z and present are n x B x width (block-major)")
     for i in prange(n):
-        u = _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present)
+        u, members, n_members = _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present)
         ids = U[i, :u]
         zb = Z[i, :, :u]
         known = present[i, :, :u]
@@ -732,18 +749,19 @@ def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, m
             if pos[s] or not restrict:
                 todo[m] = s
                 m += 1
-        _complete_many(zb, known, todo[:m], W, phi, i, bounds, ids)
+        _complete_many(zb, known, members, n_members, todo[:m], W, phi, i, bounds, ids)
         lam = np.zeros((B, u))
         out = coef[i, :u]
         if B == 1:
-            value[i] = decomposed_loss(zb, known, lam, pos, loss, mu, out)
+            value[i] = decomposed_loss(zb, lam, members, n_members, pos, loss, mu, out)
             m = 0
             for s in range(u):
                 m += abs(out[s]) > tau2
             n_active[i] = m
         else:
-            n_active[i] = messages(zb, known, pos, steps, tau2, loss, mu, lam, np.empty(0), W, phi, i, bounds, ids)
-            value[i] = decomposed_loss(zb, known, lam, pos, loss, mu, out)
+            n_active[i] = messages(zb, known, members, n_members, pos, steps, tau2, loss, mu, lam, np.empty(0), W, phi,
+                                   i, bounds, ids)
+            value[i] = decomposed_loss(zb, lam, members, n_members, pos, loss, mu, out)
         count[i] = u
 
 
