@@ -373,23 +373,36 @@ def live_members(assign, live, ptr, ids, has_dead):
                 fill[assign[j, k]] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _eight_dots(W, k, phi, i, lo, hi, out):
+    """out[u] = W[k[u], lo:hi] . phi[i, lo:hi] for the eight rows k, each summed in coordinate order
+    from 0 (the numbers of `_dot`, bit for bit): eight independent sums keep eight rows of W in
+    flight (the rows are scattered over W: their loads, not the additions, bound this loop)."""
+    k0, k1, k2, k3, k4, k5, k6, k7 = k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]
+    v0, v1, v2, v3, v4, v5, v6, v7 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for d in range(lo, hi):
+        x = phi[i, d]
+        v0 += W[k0, d] * x
+        v1 += W[k1, d] * x
+        v2 += W[k2, d] * x
+        v3 += W[k3, d] * x
+        v4 += W[k4, d] * x
+        v5 += W[k5, d] * x
+        v6 += W[k6, d] * x
+        v7 += W[k7, d] * x
+    out[0], out[1], out[2], out[3] = v0, v1, v2, v3
+    out[4], out[5], out[6], out[7] = v4, v5, v6, v7
+
+
 @njit(cache=True, nogil=True)
 def _block_scores(W, at, m, phi, i, lo, hi, s):
     """s[r] = W[at[r], lo:hi] . phi[i, lo:hi] for r < m, each summed in coordinate order from 0 (the
-    numbers of `_dot`, bit for bit), four rows at a time: four independent sums keep the pipeline
-    and the memory system busy where one row's sum would wait on each addition."""
+    numbers of `_dot`, bit for bit), eight rows at a time (`_eight_dots`): independent sums keep
+    the pipeline and the memory system busy where one row's sum would wait on each addition."""
     r = 0
-    while r + 4 <= m:
-        k0, k1, k2, k3 = at[r], at[r + 1], at[r + 2], at[r + 3]
-        v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
-        for d in range(lo, hi):
-            x = phi[i, d]
-            v0 += W[k0, d] * x
-            v1 += W[k1, d] * x
-            v2 += W[k2, d] * x
-            v3 += W[k3, d] * x
-        s[r], s[r + 1], s[r + 2], s[r + 3] = v0, v1, v2, v3
-        r += 4
+    while r + 8 <= m:
+        _eight_dots(W, at[r:r + 8], phi, i, lo, hi, s[r:r + 8])
+        r += 8
     for t in range(r, m):
         s[t] = _dot(W, at[t], phi, i, lo, hi)
 
@@ -397,9 +410,11 @@ def _block_scores(W, at, m, phi, i, lo, hi, s):
 @njit(cache=True, nogil=True, parallel=True)
 def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, has_dead, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
-    bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j], block coordinates) have
-    the largest inner product with the query's block (probed[i, j]), then, among their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], scored from their block rows of W, four
+    bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j, :, c], block coordinates, B x width x
+    C: coordinate-major, so that the C sums run side by side instead of one chain of additions per
+    centroid) have the largest inner product with the query's block (probed[i, j]), then, among
+    their members
+    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], scored from their block rows of W, eight
     rows at a time, see `_block_scores`), the (at most) q
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
@@ -409,20 +424,23 @@ def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, has_d
     linear-time partition, not a sort."""
     n = phi.shape[0]
     B = bounds.shape[0] - 1
-    C = centroids.shape[1]
+    C = centroids.shape[2]
     n_probes = probed.shape[2]
     for i in prange(n):
         top_v = np.empty(n_probes)
+        cv = np.empty(C)
         for j in range(B):
             lo, hi = bounds[j], bounds[j + 1]
             top_k = probed[i, j]
             top_v[:] = -np.inf
             count = 0
+            cv[:] = 0.0
+            for d in range(lo, hi):  # every centroid's sum at once, each in coordinate order
+                x = phi[i, d]
+                for c in range(C):
+                    cv[c] += x * centroids[j, d - lo, c]
             for c in range(C):
-                v = 0.0
-                for d in range(lo, hi):
-                    v += phi[i, d] * centroids[j, c, d - lo]
-                count = insert_topk(c, v, n_probes, top_k, top_v, count)
+                count = insert_topk(c, cv[c], n_probes, top_k, top_v, count)
             m = 0
             for t in range(count):
                 m += member_ptr[j, top_k[t] + 1] - member_ptr[j, top_k[t]]
@@ -516,36 +534,23 @@ def _complete(zb, present, t, W, phi, i, bounds, ids):
 @njit(cache=True, nogil=True)
 def _complete_many(zb, present, members, n_members, todo, W, phi, i, bounds, ids):
     """`_complete` of the candidates todo[:] (each once), eight at a time: the eight rows' sums of
-    one block run side by side, each in coordinate order from 0 (the numbers of `_dot`, bit for
-    bit), and only the blocks a candidate lacks take the result, which also lists it among their
-    members (members[j, :n_members[j]], see `_block_loss`). Eight independent sums keep eight rows
-    of W in flight (the rows are scattered over W: their loads, not the additions, bound this loop)."""
+    one block run side by side (`_eight_dots`), and only the blocks a candidate lacks take the
+    result, which also lists it among their members (members[j, :n_members[j]], see `_block_loss`)."""
     B = zb.shape[0]
     n = todo.shape[0]
     vals = np.empty(8)
+    rows = np.empty(8, np.int64)
     r = 0
     while r + 8 <= n:
-        k0, k1, k2, k3 = ids[todo[r]], ids[todo[r + 1]], ids[todo[r + 2]], ids[todo[r + 3]]
-        k4, k5, k6, k7 = ids[todo[r + 4]], ids[todo[r + 5]], ids[todo[r + 6]], ids[todo[r + 7]]
+        for u in range(8):
+            rows[u] = ids[todo[r + u]]
         for j in range(B):
             missing = False
             for u in range(8):
                 missing = missing or not present[j, todo[r + u]]
             if not missing:
                 continue
-            v0, v1, v2, v3, v4, v5, v6, v7 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-            for d in range(bounds[j], bounds[j + 1]):
-                x = phi[i, d]
-                v0 += W[k0, d] * x
-                v1 += W[k1, d] * x
-                v2 += W[k2, d] * x
-                v3 += W[k3, d] * x
-                v4 += W[k4, d] * x
-                v5 += W[k5, d] * x
-                v6 += W[k6, d] * x
-                v7 += W[k7, d] * x
-            vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
-            vals[4], vals[5], vals[6], vals[7] = v4, v5, v6, v7
+            _eight_dots(W, rows, phi, i, bounds[j], bounds[j + 1], vals)
             for u in range(8):
                 t = todo[r + u]
                 if not present[j, t]:

@@ -86,7 +86,7 @@ class BlockSphericalIndex:
         return len(self.blocks)
 
     def stacked(self) -> tuple[np.ndarray, ...]:
-        """(centroids B x C x max block width, member_ptr B x (C+1), member_ids B x K (the first
+        """(centroids B x max block width x C, member_ptr B x (C+1), member_ids B x K (the first
         member_ptr[j, C] used), live B x K, has_dead B x C) of all blocks, the layout of
         engine.ldgs.search_blocks. The member lists hold the live classes only (live[j, k]: class
         k's block row is non-zero; a zero row has no direction, scores 0 and is never retrieved): a
@@ -98,9 +98,9 @@ class BlockSphericalIndex:
         if self._stacked is None:
             width = int(np.diff(self.bounds).max())
             C = self.blocks[0].centroids.shape[0]
-            cent = np.zeros((self.n_blocks, C, width))
+            cent = np.zeros((self.n_blocks, width, C))
             for j, b in enumerate(self.blocks):
-                cent[j, :, :b.hi - b.lo] = b.centroids
+                cent[j, :b.hi - b.lo] = b.centroids.T
             ptr, ids, has_dead = self._lists
             live_members(self._assign, self._live, ptr, ids, has_dead)
             self._stacked = (cent, ptr, ids, self._live, has_dead)
@@ -119,7 +119,7 @@ class BlockSphericalIndex:
         clusters (n x B x probes)."""
         n = phi.shape[0]
         cent, ptr, ids, live, has_dead = self.stacked()
-        probes = min(self.probes, cent.shape[1])
+        probes = min(self.probes, cent.shape[2])
         S = np.empty((n, self.n_blocks, q), np.int64)
         V = np.empty((n, self.n_blocks, q))
         cut = np.empty((n, self.n_blocks))
