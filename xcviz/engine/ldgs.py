@@ -410,12 +410,11 @@ def _block_scores(W, at, m, phi, i, lo, hi, s):
 @njit(cache=True, nogil=True, parallel=True)
 def search_blocks(phi, W, bounds, centroids, member_ptr, member_ids, live, has_dead, q, S, V, cut, probed):
     """The block searches of every query, in one pass: in block j (coordinates bounds[j] ..
-    bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j, :, c], block coordinates, B x width x
-    C: coordinate-major, so that the C sums run side by side instead of one chain of additions per
-    centroid) have the largest inner product with the query's block (probed[i, j]), then, among
-    their members
-    (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]], scored from their block rows of W, eight
-    rows at a time, see `_block_scores`), the (at most) q
+    bounds[j+1]), the probed.shape[2] clusters whose centroids (centroids[j, :, c] in block
+    coordinates, B x width x C: coordinate-major, so that the C sums run side by side instead of one
+    chain of additions per centroid) have the largest inner product with the query's block
+    (probed[i, j]), then, among their members (member_ids[j, member_ptr[j, c]:member_ptr[j, c+1]],
+    scored from their block rows of W, eight rows at a time, see `_block_scores`), the (at most) q
     classes with the largest block score into S[i, j] (-1 padding; ties go to the earlier member)
     with those scores in V[i, j]; cut[i, j] = the largest block score of a member left out (-inf if
     none). A zero block row (not live: no direction to cluster by, block score 0 for every query)
@@ -623,10 +622,9 @@ def messages(zb, present, members, n_members, pos, steps, tau2, loss, mu, lam, t
     lam (zb, present, lam: B x c, block-major; lam starts at 0 and moves on A only; block j's
     members listed in members[j, :n_members[j]]). Each step computes A (candidates with a block
     gradient above tau2 in some block, each block over its members), scores A exactly in the blocks
-    that did not retrieve it
-    (O(h |A|)) and moves lambda_k towards z~_k / B - z~_kj on A only (O(B |A|)). When trace has
-    steps + 1 entries, trace[t] = G(Lambda) after t steps (trace[0]: before). Returns |A| of the
-    last step."""
+    that did not retrieve it (O(h |A|)) and moves lambda_k towards z~_k / B - z~_kj on A only
+    (O(B |A|)). When trace has steps + 1 entries, trace[t] = G(Lambda) after t steps (trace[0]:
+    before). Returns |A| of the last step."""
     B, c = zb.shape
     x, g, xp, at, extra = np.empty(c), np.empty(c), np.empty(c, np.bool_), np.empty(c, np.int64), np.empty(2)
     active = np.zeros(c, np.bool_)
