@@ -18,6 +18,7 @@ from typing import NoReturn
 from . import __version__
 from .data.errors import DatasetFormatError
 from .models import ModelFormatError
+from .ui.text import printable
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
 _USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error)
@@ -49,12 +50,6 @@ class ProgressBar:
 def _table(rows: list[tuple[str, str]]) -> str:
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
-
-
-def _printable(text) -> str:
-    """`text` with control characters (and other unprintable ones) escaped, for a terminal."""
-    text = str(text)
-    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _fmt(value) -> str:
@@ -323,7 +318,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from .runs.store import RunStore
 
     rows = RunStore(args.home, create=False).list()
-    shown = [{"id": r["id"], "name": _printable(r["name"]), "status": r["status"], "pid": r["pid"],
+    shown = [{"id": r["id"], "name": printable(r["name"]), "status": r["status"], "pid": r["pid"],
               "progress": progress_text(r), "done": r["done"], "total": r["total"], "error": r["error"],
               **{k: round(v, 2) for k, v in r["summary"].items() if k in ("p@1", "p@5", "ndcg@5", "psp@5")}}
              for r in rows]

@@ -47,8 +47,10 @@ def test_a_spec_names_files_absolutely_whatever_folder_it_was_written_in(tmp_pat
 
 
 def test_run_names_are_one_line_and_never_another_runs_id(tmp_path):
-    with pytest.raises(SpecError, match="no control characters"):
-        RunSpec(dataset="bibtex", name="two\nlines").validate()
+    for name in ("two\nlines", "tab\there", "\u202eevil.exe", "zero\u200bwidth", "line\u2028separator"):
+        with pytest.raises(SpecError, match="no control or invisible characters"):
+            RunSpec(dataset="bibtex", name=name).validate()
+    assert RunSpec(dataset="bibtex", name="שלום run").validate().name == "שלום run"  # right-to-left letters are text
     assert RunSpec(dataset="bibtex", name="   ").validate().name == ""  # blank: the run goes by its id
     store = RunStore(tmp_path)
     spec = RunSpec(dataset="bibtex").validate().to_json()

@@ -1,15 +1,18 @@
 """User-given text passed through xcviz.ui.text renders, by Panel's own Markdown parser, as exactly
 its characters: no tag but the paragraph, no entity left undone."""
+import re
 from html.parser import HTMLParser
 
 import panel as pn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcviz.ui.text import html_text, markdown_text
+from xcviz.ui.text import html_text, markdown_text, printable
 
-# Markdown and HTML syntax, entities, control characters and a few letters that spell no link
-ALPHABET = list("<>&\"'`*_{}[]()#+-.!|~$:;\\/=^%@ \n\t\r\x00\x1b0123456789qQ") + ["amp", "lt", "script", "img"]
+# Markdown and HTML syntax, entities, control characters, invisible ones (a right-to-left override,
+# a zero-width space, a line separator), right-to-left letters and a few letters that spell no link
+ALPHABET = list("<>&\"'`*_{}[]()#+-.!|~$:;\\/=^%@ \n\t\r\x00\x1b0123456789qQ\u202e\u200b\u2028\u05e9") + [
+    "amp", "lt", "script", "img"]
 
 
 class _Text(HTMLParser):
@@ -35,7 +38,7 @@ def _rendered(markdown: str) -> _Text:
 @given(st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join))
 def test_markdown_text_renders_as_the_characters_it_is_made_of(value):
     parsed = _rendered(markdown_text(value))
-    expected = " ".join(value.replace("\x00", " ").replace("\x1b", " ").split())
+    expected = " ".join(printable(re.sub(r"[\x00-\x1f\x7f]", " ", value)).split())
     assert parsed.tags <= {"p"}, parsed.tags
     assert " ".join("".join(parsed.text).split()) == expected
 
@@ -46,3 +49,36 @@ def test_hostile_names():
         parsed = _rendered(markdown_text(name))
         assert parsed.tags <= {"p"} and "".join(parsed.text).strip() == name, (name, parsed.tags, parsed.text)
     assert html_text("<a href=\"x\">'&") == "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;"
+    # an invisible character shows as its escape: "x\u202etxt.exe" must not read as "xexe.txt"
+    assert "".join(_rendered(markdown_text("x\u202etxt.exe")).text).strip() == "x\\u202etxt.exe"
+    assert html_text("a\u200bb\nc") == "a\\u200bb\nc" and printable("\u05e9\u202e\t") == "\u05e9\\u202e\\t"
+
+
+def test_runs_without_label_records_are_named_as_text_in_the_per_label_tabs(tmp_path):
+    """The Per label and Label inspector tabs name the shown runs when none has per-label records
+    (LDGS, MEMOIR, DS-MLR): a hostile name must show as its characters there too (it once went
+    into that note as raw Markdown and HTML, and ran a script)."""
+    import numpy as np
+
+    from xcviz.runs.spec import RunSpec
+    from xcviz.runs.store import RunStore
+    from xcviz.ui.label_views import LabelInspector
+    from xcviz.ui.run_view import RunView
+
+    store = RunStore(tmp_path / "home")
+    spec = RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json()
+    names = ['<img src=x onerror="alert(1)"> **bold**', "x\u202etxt.exe"]
+    for name in names:
+        run = store.create(spec, name)
+        store.append_batch(run, "iteration", {"label": np.zeros(2, np.int64), "iteration": np.arange(2),
+                                              "epoch": np.arange(2) / 2, "objective": np.array([2.0, 1.0])})
+    rows = {r["id"]: r for r in store.list()}
+    view = RunView(store)
+    runs = view.update(rows, list(rows))
+    inspector = LabelInspector()
+    inspector.show(runs)
+    for note in (view.positives.note.object, inspector.info.object):
+        parsed = _rendered(note)
+        assert parsed.tags <= {"p"}, (note, parsed.tags)
+        text = "".join(parsed.text)
+        assert names[0] in text and "x\\u202etxt.exe" in text and "\u202e" not in text, text

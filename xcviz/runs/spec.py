@@ -67,8 +67,9 @@ class RunSpec:
                 raise SpecError(f"spec field {name!r}: must be a string, got {type(value).__name__}")
         if "\0" in self.dataset or (self.test and "\0" in self.test) or len(self.name) > 200:
             raise SpecError("spec fields 'dataset', 'test' and 'name': no NUL characters, names up to 200 characters")
-        if any(ord(c) < 32 or ord(c) == 127 for c in self.name):
-            raise SpecError("spec field 'name': no control characters (a newline, a tab): a name is one line")
+        if not self.name.isprintable():
+            raise SpecError("spec field 'name': no control or invisible characters (a newline, a tab, a right-to-left "
+                            "override): a name is one line, read as it is typed")
         self.name = self.name.strip()  # a blank name is no name: the run goes by its id
         # a file or folder named relative to here: made absolute, so that a resume or the dashboard,
         # whose working folders differ, finds it (and the fingerprint of the run's inputs names it)

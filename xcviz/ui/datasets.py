@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..data.registry import bundled
 from ..data.shards import MANIFEST, is_sharded
+from .text import printable
 
 
 class DatasetRefused(ValueError):
@@ -29,10 +30,10 @@ def dataset_choices(data_dirs: list[str | Path]) -> dict[str, str]:
     for folder in folders:
         for path in sorted(folder.glob("*_train.txt*")):
             if path.is_file() and _inside(path, folders):
-                choices[path.name] = str(path)
+                choices[printable(path.name)] = str(path)
         for manifest in sorted(folder.glob(f"*/{MANIFEST}")):
             if manifest.is_file() and _inside(manifest, folders):
-                choices[f"{manifest.parent.name}/ (sharded)"] = str(manifest.parent)
+                choices[f"{printable(manifest.parent.name)}/ (sharded)"] = str(manifest.parent)
     return choices
 
 
@@ -43,9 +44,9 @@ def refused_datasets(data_dirs: list[str | Path]) -> dict[str, str]:
     for folder in folders:
         for path in sorted(folder.glob("*_train.txt*")):
             if not _inside(path, folders):
-                refused[path.name] = "a link to a file outside the data folders"
+                refused[printable(path.name)] = "a link to a file outside the data folders"
             elif not path.is_file():
-                refused[path.name] = "not a readable file (a broken link or a folder)"
+                refused[printable(path.name)] = "not a readable file (a broken link or a folder)"
     return refused
 
 

@@ -49,7 +49,7 @@ def _no_labels(runs: dict[str, PlotRun]) -> str:
         return ""
     if any(r.records.iterations.per_label() for r in runs.values()):
         return "The shown runs have not finished a label yet."
-    return NO_LABELS.format(names=", ".join(r.name for r in runs.values()))
+    return NO_LABELS.format(names=", ".join(markdown_text(r.name) for r in runs.values()))
 
 
 def _label_points(labels: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -32,7 +32,7 @@ from ..runs.progress import progress_text, run_spec
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
 from .figures import locked
-from .text import html_text, markdown_text
+from .text import html_text, markdown_text, printable
 
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1")
 ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi-class test data)
@@ -46,10 +46,10 @@ def run_row(row: dict, now: float | None = None) -> dict:
     compare = SOLVERS[solver].compare if solver in SOLVERS else None
     done, total = int(row["done"]), int(row["total"])
     eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
-    return {"name": row["name"], "status": row["status"], "error": row["error"] or "",
+    return {"name": printable(row["name"]), "status": row["status"], "error": printable(row["error"] or "", keep="\n\t"),
             "progress": round(100 * done / total) if total else 0, "done": progress_text(row, spec),
             "ETA s": float(round(eta)) if row["status"] == "running" and eta is not None else np.nan,
-            "dataset": str(spec.get("dataset", "")).rsplit("/", 1)[-1], "solver": solver,
+            "dataset": printable(str(spec.get("dataset", "")).rsplit("/", 1)[-1]), "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
             **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"],
             "number": int(row.get("number") or 0)}

@@ -4,7 +4,12 @@ Run names come from specs and data file names, errors quote paths: any of them m
 Markdown and Alert panes render raw HTML and Markdown links, and HTML panes insert their text as it
 is, so every such string goes through one of these before it reaches a pane: it then shows as the
 characters it is made of, and never runs a script. Bokeh widgets (Select options, table cells,
-tooltip values) escape their text themselves.
+tooltip values) escape their text themselves, but not invisible characters: what a widget shows of
+a file name goes through `printable`.
+
+Invisible formatting characters (a right-to-left override, a zero-width space) would make a name
+read as another (a file named "x\u202etxt.exe" shows as "xexe.txt"): every function here shows
+them as their escape, as `xcviz runs` does in a terminal.
 """
 from __future__ import annotations
 
@@ -20,14 +25,25 @@ _BLOCK = re.compile(r"^([-=])|^(\d+)([.)])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
+def printable(value: object, keep: str = "") -> str:
+    """`value` with every character that shows nothing or moves other text (control characters,
+    invisible formatting such as bidirectional overrides, line separators) as its escape (\\u202e),
+    but for those in `keep`."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def html_text(value: object) -> str:
-    """`value` as HTML text: its characters shown as they are, quotes included (safe in attributes)."""
-    return html.escape(str(value), quote=True)
+    """`value` as HTML text: its characters shown as they are, quotes included (safe in attributes),
+    invisible ones as their escapes (line breaks and tabs kept)."""
+    return html.escape(printable(value, keep="\n\r\t"), quote=True)
 
 
 def markdown_text(value: object) -> str:
     """`value` as Markdown text: no HTML, no link, no emphasis, list or heading. Control characters
     (newlines included, which could start a block) become spaces; spaces at either end are dropped
     (four at the start would make a code block)."""
-    text = _INLINE.sub(r"\\\1", _CONTROL.sub(" ", str(value)).strip())
+    text = _INLINE.sub(r"\\\1", printable(_CONTROL.sub(" ", str(value))).strip())
     return html_text(_BLOCK.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", text))
