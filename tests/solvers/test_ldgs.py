@@ -222,3 +222,47 @@ def test_the_default_q_scales_with_the_positives_on_multi_label_data():
     assert default_retrieve(159, 2.38, True) == 39  # Bibtex: 3 x 13
     assert default_retrieve(159, 2.0, True) == 26
     assert default_retrieve(983, 40.0, True) == 983  # capped at K
+
+
+def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
+    """A kernel's first call compiles it (seconds, on a fresh checkout) or loads it from numba's
+    cache: LDGS does that on a tiny problem before its clock starts, so that a Compare of estimators
+    at equal wall time is fair. In a fresh process, after that warm-up, training loads no kernel of
+    its own (every estimator and both embeddings, multiclass and multi-label), and the warm-up's
+    time is not training time."""
+    import subprocess
+    import sys
+    import time
+
+    import xcviz.solvers.ldgs as ldgs
+
+    code = (
+        "import json\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        "import xcviz.engine.ldgs, xcviz.engine.ldgs_measure, xcviz.engine.mips, xcviz.engine.topk\n"
+        "from xcviz.data.synthetic import generate\n"
+        "from xcviz.solvers import ldgs\n"
+        "mods = (xcviz.engine.ldgs, xcviz.engine.ldgs_measure, xcviz.engine.mips, xcviz.engine.topk)\n"
+        "kernels = {v.__name__: v for m in mods for v in vars(m).values() if isinstance(v, CPUDispatcher)}\n"
+        "late = {}\n"
+        "for multiclass in (True, False):\n"
+        "    ds = generate(300, 60, 40, multiclass=multiclass, avg_labels=3, avg_nnz=8, seed=3)\n"
+        "    for kind in ('exact', 'sampled', 'mips', 'decomp', 'learned'):\n"
+        "        p = ldgs.LdgsParams(gradient='decomp' if kind == 'learned' else kind, epochs=1, dim=16,\n"
+        "                            embedding='learned' if kind == 'learned' else 'svd')\n"
+        "        ldgs._warm_kernels(p, not multiclass, 2)\n"
+        "        before = {n: len(k.signatures) for n, k in kernels.items()}\n"
+        "        ldgs.fit_ldgs(ds.X, ds.Y, p, threads=2)\n"
+        "        late[f'{kind} multiclass={multiclass}'] = [n for n, k in kernels.items() if len(k.signatures) != before[n]]\n"
+        "print(json.dumps(late))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    late = json.loads(out.stdout.strip().splitlines()[-1])
+    assert late and all(names == [] for names in late.values()), late
+
+    def slow_warm_up(*_args) -> None:  # as a compile would be
+        time.sleep(1.0)
+
+    monkeypatch.setattr(ldgs, "_warm_kernels", slow_warm_up)
+    ds = generate(200, 50, 20, multiclass=True, seed=1)
+    model = fit_ldgs(ds.X, ds.Y, LdgsParams(epochs=1, dim=8), threads=1)
+    assert model.info["train_seconds"] < 0.9
