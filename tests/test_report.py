@@ -131,3 +131,81 @@ def test_the_records_archive_names_each_runs_files_by_name_and_id(store_with_run
             store.update(run, name=name)
     assert sorted(archive.namelist()) == sorted(f"xcviz-msi-zero-run-{run}-{kind}s.{ext}" for run in runs[:2]
                                                 for kind in ("iteration", "label") for ext in ("csv", "json"))
+
+
+@pytest.fixture(scope="module")
+def multiclass_runs(tmp_path_factory):
+    """A short MEMOIR, DS-MLR and LDGS run on Bibtex, recorded into a store: {solver: run id}. These
+    families record no per-label records, so their report has none of the per-label figures."""
+    from xcviz.api import fit_inputs
+
+    store = RunStore(tmp_path_factory.mktemp("home"))
+    train, _ = load("bibtex")
+    runs = {}
+    for solver, params in (("memoir", {"epochs": 1}), ("dsmlr", {"epochs": 2}), ("ldgs", {"epochs": 1})):
+        spec = RunSpec(dataset="bibtex", solver=solver, params=params, threads=2).validate()
+        run = store.create(spec.to_json(), solver)
+        get_solver(solver).fit(*fit_inputs(train, solver), make_params(solver, **spec.params), threads=2,
+                               recorder=SqliteSink(store, run), run=run)
+        store.update(run, status="done", summary={"p@1": 50.0}, versions={"xcviz": "test"})
+        runs[solver] = run
+    return store, runs
+
+
+def _report_layout(store, runs, monkeypatch):
+    """The Bokeh layout `build_report` writes into the page of `runs`."""
+    import xcviz.report as report
+
+    built = []
+    write = report.file_html
+    monkeypatch.setattr(report, "file_html",
+                        lambda model, *args, **kw: built.append(model) or write(model, *args, **kw))
+    report.build_report(store, runs)
+    return built[0]
+
+
+@pytest.mark.parametrize("solver", ["dismec", "ppdsparse", "memoir", "dsmlr", "ldgs"])
+def test_every_solvers_report_draws_its_figures_at_a_fixed_readable_width(solver, store_with_runs, multiclass_runs,
+                                                                          monkeypatch):
+    """The dashboard's figures stretch to the page's width; in the report's grid a figure that
+    stretches takes its column's width, which only a figure of fixed width gives: a MEMOIR, DS-MLR
+    or LDGS report (no per-label figures, all of the dashboard's plots) drew every plot about 70 px
+    wide, axes on top of each other. Each figure of the report keeps a fixed width of its own."""
+    from bokeh.models import GridPlot, Plot
+
+    if solver in ("dismec", "ppdsparse"):
+        store, runs = store_with_runs
+        run = runs[0] if solver == "dismec" else runs[2]
+    else:
+        store, runs = multiclass_runs
+        run = runs[solver]
+    layout = _report_layout(store, [run], monkeypatch)
+    [grid] = layout.select({"type": GridPlot})
+    grid_figures = [child[0] for child in grid.children]
+    assert len(grid_figures) >= 2
+    for fig in grid_figures:
+        assert fig.sizing_mode in (None, "fixed") and fig.width_policy in ("auto", "fixed"), fig.title.text
+        assert fig.width >= 600, fig.title.text
+    for fig in layout.select({"type": Plot}):  # the Workers and Scale-out figures too
+        assert fig.sizing_mode in (None, "fixed"), fig.title.text
+
+
+def test_a_multiclass_report_renders_its_plots_wide_in_a_browser(multiclass_runs, tmp_path):
+    """An LDGS report (no per-label figures) shows each plot at its set width at a 1600 px viewport."""
+    from xcviz.report import write_report
+
+    store, runs = multiclass_runs
+    out = tmp_path / "ldgs.html"
+    write_report(store, [runs["ldgs"]], out)
+    with browser_page(1600, 1000) as (page, errors):
+        page.goto(out.as_uri())
+        page.wait_for_selector("canvas", timeout=30000)
+        page.wait_for_timeout(500)
+        widths = page.evaluate("""() => { const out = [];
+          const walk = (root) => root.querySelectorAll('*').forEach((el) => {
+            if (el.shadowRoot) walk(el.shadowRoot);
+            if (el.classList.contains('bk-Figure')) out.push(el.getBoundingClientRect().width); });
+          walk(document); return out; }""")
+        page.screenshot(path=str(ARTIFACTS / "report-ldgs.png"), full_page=True)
+    assert len(widths) >= 4 and min(widths) >= 600, widths
+    assert errors == []

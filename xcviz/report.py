@@ -3,7 +3,7 @@
 The HTML holds a metrics table of all runs side by side (runs by name, one precision per metric),
 the settings the runs share and, as a table, those in which they differ, the environment (versions,
 cores), and the same plots as the dashboard (`xcviz.ui.live_plots` and `xcviz.ui.label_views`, each
-with its legend, in the dashboard's run colours) at the page's width, with Bokeh's JavaScript
+with its legend, in the dashboard's run colours) in two columns of 660 px, with Bokeh's JavaScript
 inlined: no network needed.
 """
 from __future__ import annotations
@@ -134,8 +134,12 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
         + "<h2>Settings</h2>" + _settings(rows)
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
         "border-bottom:1px solid #ddd;text-align:right}</style>"), sizing_mode="stretch_width", disable_math=True)
-    for fig in figures:  # two columns filling a 1400 px page
-        fig.width, fig.height = 660, 320
+    # two columns filling a 1400 px page, each figure at a fixed size: the dashboard's figures
+    # stretch to its width (sizing_mode "stretch_width"), and in the grid a stretching figure takes
+    # its column's width, which only a fixed figure gives. Without the per-label figures (MEMOIR,
+    # DS-MLR, LDGS) every column shrank to its axes, about 70 px, and the width set here was ignored.
+    for fig in figures:
+        fig.update(sizing_mode="fixed", width=660, height=320)
     parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
     parts += _scale_out(store, rows)
     ids = ", ".join(f"{r['name']} = {r['id']}" for r in rows)
