@@ -33,7 +33,7 @@ from tornado.httputil import HTTPServerRequest
 from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
+LOOPBACK = ("localhost", "127.0.0.1")
 SECRET_VARIABLES = ("XCVIZ_PASSWORD", "XCVIZ_COOKIE_SECRET", "PANEL_COOKIE_SECRET", "BOKEH_COOKIE_SECRET")
 MIN_SECRET = 16  # characters of a given cookie secret: shorter ones can be guessed
 MAX_FAILURES = 5
@@ -67,9 +67,21 @@ def allowed_names(address: str, extra: list[str] = ()) -> list[str]:
 
 
 def origins(names: list[str], port: int) -> list[str]:
-    """The websocket Origin allow-list (host:port) for these names. Bokeh's list cannot hold an IPv6
-    address: a page opened as http://[::1]:PORT gets its HTTP answers but no websocket."""
-    return [f"{n}:{port}" for n in names if ":" not in n]
+    """The websocket Origin allow-list (host:port) for these names (IPv4 addresses and names: see
+    `refuse_ipv6`)."""
+    return [f"{n}:{port}" for n in names]
+
+
+def refuse_ipv6(address: str, allow_hosts: list[str]) -> None:
+    """The page cannot be served under an IPv6 address: Panel reads a Host such as [::1]:5006 as
+    name:port and fails every page with a 500, and Bokeh's Origin allow-list cannot hold one, so the
+    websocket would be refused anyway. `::` (every address, IPv4 ones included) may still be bound."""
+    for option, value in [("--address", address)] + [("--allow-host", h) for h in allow_hosts]:
+        name = host_name(value)
+        if ":" in name and not (option == "--address" and name == "::"):
+            raise ServeError(f"{option} {value}: the dashboard cannot be served under an IPv6 address (its pages "
+                             "read the Host as name:port); use 127.0.0.1, a host name, or --address :: to listen "
+                             "on every address")
 
 
 class _ForeignHost(Matcher):
@@ -229,6 +241,7 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
     Secrets are read from the environment (and files) and removed from the environment."""
     from panel.io.server import get_server
 
+    refuse_ipv6(address, list(allow_hosts))
     credentials = password_from(os.environ, basic_auth)
     secret = cookie_secret_from(os.environ, cookie_secret_file)
     for name in SECRET_VARIABLES:  # background runs started by the page inherit the environment

@@ -13,7 +13,9 @@ from tests.security.conftest import free_port, open_websocket, serve, server_err
 from tests.ui.browser import ARGS, ARTIFACTS, CHROMIUM, page_text
 from tests.ui.conftest import APP
 
-FOREIGN = ("attacker.example", "127.0.0.1.attacker.example", "localhost.attacker.example", "")
+# a rebinding page's own name, look-alikes, no Host, and IPv6 loopback (which Panel cannot serve: a
+# 403 that says why, not the 500 it used to get)
+FOREIGN = ("attacker.example", "127.0.0.1.attacker.example", "localhost.attacker.example", "", "[::1]")
 
 
 def _get(port: int, host: str, path: str = "/dashboard") -> tuple[int, str]:
@@ -33,7 +35,7 @@ def test_only_the_server_own_host_names_are_served(tmp_path):
             tokens[name] = session_token(page)
             headers = {"Host": f"{name}:{port}", "Origin": f"http://{name}:{port}"}
             assert open_websocket(port, tokens[name], headers) == "ACK", name
-        for name in FOREIGN:  # a rebinding page's own name, and look-alikes
+        for name in FOREIGN:
             host = f"{name}:{port}" if name else ""
             status, body = _get(port, host)
             assert status == 403 and "Host" in body, (host, status)
@@ -110,3 +112,15 @@ def test_host_name(header, name):
     from xcviz.server import host_name
 
     assert host_name(header) == name
+
+
+@pytest.mark.parametrize("args", [["--address", "::1"], ["--address", "[::1]"], ["--allow-host", "[fe80::1]"]])
+def test_an_ipv6_address_is_refused_before_serving(args, capsys):
+    """Panel reads a Host [::1]:PORT as name:port and failed every page with a 500: `xcviz serve`
+    says so and stops instead (`--address ::`, every address, still binds)."""
+    from xcviz.cli import main
+    from xcviz.server import refuse_ipv6
+
+    assert main(["serve", "--port", str(free_port()), *args]) == 2
+    assert "IPv6" in capsys.readouterr().err
+    refuse_ipv6("::", ["xcviz.example", "10.0.0.2"])  # no refusal
