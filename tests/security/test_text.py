@@ -82,3 +82,12 @@ def test_runs_without_label_records_are_named_as_text_in_the_per_label_tabs(tmp_
         assert parsed.tags <= {"p"}, (note, parsed.tags)
         text = "".join(parsed.text)
         assert names[0] in text and "x\\u202etxt.exe" in text and "\u202e" not in text, text
+
+
+def test_a_run_named_after_a_file_with_invisible_characters_gets_their_escapes(tmp_path):
+    """The page names a run after its data file; a run name may hold no invisible character, so a
+    file "x<RLO>txt.exe_train.txt" gives the run "x\\u202etxt.exe-..." (it launches, and reads as it is)."""
+    from xcviz.ui.launch import LaunchPanel
+
+    specs = LaunchPanel({"bibtex": "bibtex"}).specs(str(tmp_path / "x\u202etxt.exe_train.txt"), None)
+    assert specs and all(s.name.startswith("x\\u202etxt.exe-") and s.name.isprintable() for s in specs)

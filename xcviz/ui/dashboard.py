@@ -42,7 +42,7 @@ class Dashboard:
         self.cache, self.plots, self.positives = self.live.cache, self.live.plots, self.live.positives
         self.launcher = LaunchPanel(dataset_choices(self.data_dirs), refused_datasets(self.data_dirs))
         self.launcher.compare_button.on_click(locked(self._launch))
-        self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False)
+        self.launch_message = self.launcher.launch_message  # below Compare
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
         self.export = ExportButtons(self.store, self.runs.ticked)
@@ -82,11 +82,17 @@ class Dashboard:
                 slot.objects = objects
 
     def _launch(self, _event=None) -> None:
-        """Compare: one background run per selected variant; errors show in the page."""
+        """Compare: one background run per selected variant; what could not be launched shows below
+        the button. A click clears the messages of the last launch and run action (cancel, delete),
+        which would otherwise seem to be about it. With a refused field (Compare disabled, but a
+        click may reach the server), nothing is launched: its message is beside it already."""
+        self.runs.say("")
+        self.launch_message.visible = False
+        if self.launcher.check():
+            return
         try:
             dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
             self.watched = [launch(spec, self.store, self.data_dirs) for spec in self.launcher.specs(dataset, test)]
-            self.launch_message.visible = False
         except ValueError as exc:
             self.launch_message.object = markdown_text(exc)
             self.launch_message.visible = True
@@ -148,7 +154,7 @@ class Dashboard:
         """The page, plots first: the launch panel on the left; on the right the runs table (in a
         collapsible card with the actions and exports in one row), then the plot tabs. Refreshes
         itself once a second while it is open."""
-        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(), self.launch_message,
+        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(),
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),

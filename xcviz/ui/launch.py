@@ -6,7 +6,10 @@ parameter's doc as the tooltip), and the variants offered are the objects of the
 `compare` parameter. Parameters that belong to one variant (an oracle's, an initialiser's) sit in
 a collapsible group shown only while that variant is selected. A value the parameter refuses
 (out of bounds, not a number) is never replaced: its message shows beside the widget and Compare
-stays disabled until it is fixed. A solver added to the registry appears here without a change.
+stays disabled until it is fixed. The same holds for threads (1 to the cores numba may use, as the
+CLI checks) and for a data set listed as refused (the reason shows beside the select). What a
+Compare could not launch is said right below the button. A solver added to the registry appears
+here without a change.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..oracles.registry import ORACLES
 from ..runs.spec import RunSpec
 from ..solvers import SOLVERS
 from ..solvers.params import plain_refusal
+from .text import printable
 
 WIDTH = 260  # the sidebar's widgets
 # defaults of the page that differ from the solver's, because the solver's learn nothing useful on
@@ -85,11 +89,19 @@ def _as_text(value) -> str:
     return "" if value is None else repr(value) if isinstance(value, float) else str(value)
 
 
+class Threads(param.Parameterized):
+    """The threads each run trains on, bounded as the CLI and run specs bound them (`max_threads`)."""
+
+    threads = param.Integer(1, bounds=(1, max_threads()), doc="Numba threads each run trains on.")
+
+
 class ParamInput:
     """One parameter's widget and the message that says why a typed value is refused."""
 
-    def __init__(self, params: param.Parameterized, name: str, tip: str = "") -> None:
-        self.params, self.name = params, name
+    def __init__(self, params: param.Parameterized, name: str, tip: str = "", refusal: str = "") -> None:
+        """`tip`: added to the tooltip; `refusal`: the message for any refused value, in place of
+        param's (which names only the bound crossed)."""
+        self.params, self.name, self.refusal = params, name, refusal
         p = params.param[name]
         doc = " ".join(filter(None, [p.doc, f"Bounds: {p.bounds[0]} to {p.bounds[1]}." if getattr(p, "bounds", None)
                                      else "", tip]))
@@ -127,7 +139,7 @@ class ParamInput:
         except ValueError as exc:
             kind = "a whole number" if isinstance(p, param.Integer) else "a number"
             error = str(exc) if "must be" in str(exc) or "not in" in str(exc) else f"{self.name} must be {kind}, not {raw!r}"
-            error = plain_refusal(error)  # "C must be at least ..."
+            error = self.refusal or plain_refusal(error)  # "C must be at least ..."
         if error != self.error:
             self.error = error
             self.message.object = html.escape(error)
@@ -142,24 +154,33 @@ class LaunchPanel:
     """Widgets for one comparison; `specs()` gives one run spec per selected variant."""
 
     def __init__(self, datasets: dict[str, str], refused: dict[str, str] | None = None) -> None:
-        """`datasets`: label -> value of the data sets offered; `refused`: file -> why it is not."""
+        """`datasets`: label -> value of the data sets offered; `refused`: file -> why it is not. A
+        refused file is listed, with its reason, as an option that blocks Compare rather than a
+        disabled one: a browser can still send a disabled option, which Panel then refuses with an
+        exception, after setting it and before telling anyone else."""
+        self._refused = {f"refused:{name}": f"{name} cannot be used: {why}." for name, why in (refused or {}).items()}
         shown = {f"{name} (refused: {why})": f"refused:{name}" for name, why in (refused or {}).items()}
         self.dataset = pn.widgets.Select(label="Data set", options={**datasets, **shown},
-                                         value=next(iter(datasets.values())), disabled_options=list(shown.values()),
-                                         width=WIDTH)
+                                         value=next(iter(datasets.values())), width=WIDTH)
+        self.dataset_message = pn.pane.HTML("", visible=False, width=WIDTH, margin=(0, 10),
+                                            styles={"color": "#b00020", "font-size": "12px"})
         self.solver = pn.widgets.Select(label="Solver", options=list(SOLVERS), value=next(iter(SOLVERS)), width=WIDTH)
         self.variants = pn.widgets.MultiChoice(label="Variants to compare", width=WIDTH)
-        self.threads = pn.widgets.IntInput(label="threads", start=1, end=max_threads(), value=1, width=WIDTH)
+        self.threads = ParamInput(Threads(), "threads", refusal=f"threads must be a whole number between 1 and "
+                                                                f"{max_threads()} (the cores of this server)")
         self.backend = BackendChoice()
         self.params_box = pn.Column(margin=0)
         self.compare_button = pn.widgets.Button(label="Compare", color="primary", width=WIDTH)
         self.blocked = pn.pane.HTML("", visible=False, width=WIDTH, styles={"color": "#b00020", "font-size": "12px"})
+        self.launch_message = pn.pane.Alert("", alert_type="danger", visible=False, width=WIDTH)
         self.inputs: dict[str, ParamInput] = {}
         self.groups: dict[str, pn.Card] = {}
         self._kept: dict[str, tuple[param.Parameterized, list]] = {}  # solver -> its parameters and variants
         self._built: str | None = None
         self.solver.param.watch(lambda _e: self._build(), "value")
         self.variants.param.watch(lambda _e: self._show_groups(), "value")
+        for widget in (self.dataset, self.threads.widget):
+            widget.param.watch(lambda _e: self.check(), "value")
         self._build()
 
     def _build(self) -> None:
@@ -204,10 +225,15 @@ class LaunchPanel:
                 card.visible = variant in chosen
 
     def check(self) -> list[str]:
-        """Validate every parameter; Compare is disabled while any is refused. Returns the messages."""
-        errors = [e for e in (item.check() for item in self.inputs.values()) if e]
+        """Validate the data set, threads and every parameter; Compare is disabled while any is
+        refused. Returns the messages."""
+        refused = self._refused.get(self.dataset.value, "")
+        if html.escape(refused) != self.dataset_message.object:
+            self.dataset_message.object, self.dataset_message.visible = html.escape(refused), bool(refused)
+        errors = [e for e in [refused, *(item.check() for item in [self.threads, *self.inputs.values()])] if e]
         self.compare_button.disabled = bool(errors)
-        text = f"Fix {len(errors)} parameter{'s' if len(errors) > 1 else ''} before Compare." if errors else ""
+        fields = "the field" if len(errors) == 1 else f"the {len(errors)} fields"
+        text = f"Fix {fields} marked in red before Compare." if errors else ""
         if text != self.blocked.object:
             self.blocked.object, self.blocked.visible = text, bool(text)
         return errors
@@ -219,12 +245,13 @@ class LaunchPanel:
             raise ValueError("; ".join(errors))
         solver = SOLVERS[self.solver.value]
         values = {k: v for k, v in self.params.param.values().items() if k not in ("name", solver.compare)}
-        stem = Path(dataset).name.partition("_train.txt")[0]
+        stem = printable(Path(dataset).name.partition("_train.txt")[0])  # a name shows no invisible character
         return [RunSpec(dataset=dataset, test=test, solver=solver.name, params={**values, solver.compare: variant},
-                        threads=self.threads.value, name=f"{stem}-{variant}",
-                        cluster=self.backend.cluster(self.threads.value)).validate()
+                        threads=self.threads.params.threads, name=f"{stem}-{variant}",
+                        cluster=self.backend.cluster(self.threads.params.threads)).validate()
                 for variant in self.variants.value or [self.params.param[solver.compare].default]]
 
     def panel(self) -> pn.Column:
-        return pn.Column(self.dataset, self.solver, self.variants, self.threads, self.backend.panel(),
-                         self.compare_button, self.blocked, self.params_box, margin=0)
+        return pn.Column(self.dataset, self.dataset_message, self.solver, self.variants, self.threads.panel(),
+                         self.backend.panel(), self.compare_button, self.blocked, self.launch_message, self.params_box,
+                         margin=0)

@@ -29,6 +29,7 @@ from .fields import FIELDS, plotted_fields
 from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .references import Reference
+from .text import markdown_text
 
 AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work",
               "epoch (streaming solvers)": "epoch"}
@@ -116,6 +117,8 @@ class LivePlots:
         self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
         self.references: dict[str, list[Reference]] = {}
+        # run id -> its status in the store (set by RunView): says why runs without records draw nothing
+        self.statuses: dict[str, str] = {}
         self._views: dict[str, tuple] = {}  # field -> the runs and settings its ranges were fitted for
         for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
@@ -234,10 +237,30 @@ class LivePlots:
         if rules != self.rules.object:
             self.rules.object = rules
         empty = bool(self.runs) and not drawn
-        text = (f"None of the shown runs records anything against **{AXIS_LABELS[axis]}**: pick another x-axis."
-                if empty else "")
+        text = self._nothing_drawn() if empty else ""
         if text != self.empty.object:
             self.empty.object, self.empty.visible = text, empty
+
+    def _nothing_drawn(self) -> str:
+        """Why no figure draws anything: the shown runs record nothing against this x-axis, or, when
+        none has a record yet, that they have not recorded yet (queued, or compiling: a run's first
+        records come after numba compiled its kernels), failed or ended without records."""
+        if any(len(r.records.iterations) for r in self.runs.values()):
+            return f"None of the shown runs records anything against **{AXIS_LABELS[self.x_axis.value]}**: " \
+                   "pick another x-axis."
+        said: dict[str, list[str]] = {}  # status -> the runs' names
+        for run, plot_run in self.runs.items():
+            said.setdefault(self.statuses.get(run, "running"), []).append(markdown_text(plot_run.name))
+        waiting, failed = said.pop("queued", []) + said.pop("running", []), said.pop("failed", [])
+        parts = []
+        if waiting:
+            parts.append(f"{', '.join(waiting)} {'has' if len(waiting) == 1 else 'have'} not recorded anything yet: "
+                         "the first records can take a minute or two on a fresh checkout, while numba compiles the "
+                         "solver's kernels.")
+        if failed:
+            parts.append(f"{', '.join(failed)} failed before recording anything: the error is in the runs table.")
+        parts += [f"{', '.join(names)} ended as {status} without recording anything." for status, names in said.items()]
+        return " ".join(parts)
 
     def _figure(self, field: str) -> pn.pane.Bokeh:
         """A field's figure with its three glyphs, each drawing every run from one source, and a

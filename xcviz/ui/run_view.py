@@ -45,6 +45,7 @@ class RunView:
                 else:
                     self._complete.discard(run)
             runs[run] = PlotRun(printable(row["name"]), run_color(row), self.cache.runs[run], int(row["total"]))
+        self.plots.statuses = {run: rows[run]["status"] for run in shown}
         self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
         self.positives.show(runs, text="positives" in texts)
         return runs
