@@ -113,3 +113,31 @@ def test_live_plots_say_whether_runs_have_not_recorded_yet_failed_or_miss_the_ax
     assert not empty.visible
     dashboard.plots.x_axis.value = "epoch"  # records, but none against this axis
     assert empty.visible and "pick another x-axis" in empty.object
+
+
+def test_resume_says_a_multiclass_run_starts_again_and_delete_refuses_a_training_run_first(tmp_path, monkeypatch):
+    """Resume continued a one-vs-all run but silently restarted an LDGS one (cancelled at epoch 12
+    of 30, it trained from epoch 0 again); Delete asked to confirm, then refused a running run by
+    its id. Resume now says which runs start again, and Delete refuses by name before asking."""
+    import xcviz.ui.runs_table as runs_table
+
+    resumed = []
+    monkeypatch.setattr(runs_table, "resume", lambda _store, run: resumed.append(run))  # no worker process
+    store = RunStore(tmp_path / "home")
+    ldgs = store.create(RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json(), "bibtex-decomp")
+    dismec = store.create(RunSpec(dataset="bibtex", params={}).validate().to_json(), "bibtex-zero")
+    for run in (ldgs, dismec):
+        store.update(run, status="cancelled")
+    dashboard = Dashboard(store)
+    dashboard.view().get_root(Document())
+    table = dashboard.runs
+    table.ticked_ids = [ldgs, dismec]
+    table.resume_button.clicks += 1
+    assert resumed == [ldgs, dismec] and table.message.visible and table.message.alert_type == "info"
+    assert "bibtex-decomp starts again from its first epoch" in table.message.object
+    assert "bibtex-zero" not in table.message.object  # a one-vs-all run continues: nothing to say
+    store.update(ldgs, status="running")
+    table.ticked_ids = [ldgs]
+    table.delete_button.clicks += 1
+    assert not table.confirm.visible and "bibtex-decomp is still training: cancel, then delete" in table.message.object
+    assert len(store.list()) == 2

@@ -27,7 +27,7 @@ import panel as pn
 from bokeh.models.widgets.tables import NumberFormatter
 
 from ..runs.aggregate import eta_seconds
-from ..runs.launcher import resume
+from ..runs.launcher import restart_note, resume
 from ..runs.progress import progress_text, run_spec
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
@@ -128,7 +128,9 @@ class RunsTable:
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", description="Cancel the ticked runs")
-        self.resume_button = pn.widgets.Button(label="Resume", color="success", description="Resume the ticked runs")
+        self.resume_button = pn.widgets.Button(label="Resume", color="success", description=(
+            "Resume the ticked runs: a one-vs-all run (dismec, ppdsparse) trains only the labels it lacks; a "
+            "multiclass run (memoir, dsmlr, ldgs) keeps no checkpoint and starts again from its first epoch"))
         self.delete_button = pn.widgets.Button(label="Delete", color="danger", description="Delete the ticked runs")
         self.confirm_text = pn.pane.Markdown("")
         self.confirm_button = pn.widgets.Button(label="Confirm delete", color="danger")
@@ -137,7 +139,7 @@ class RunsTable:
                               styles={"background": "#fdecea", "border-radius": "4px", "padding": "4px"})
         # these change the store, after which the page's figures change: under the document lock
         self.cancel_button.on_click(locked(lambda _e: self._act(self._cancel, "cancel")))
-        self.resume_button.on_click(locked(lambda _e: self._act(lambda run: resume(self.store, run), "resume")))
+        self.resume_button.on_click(locked(lambda _e: self._act(self._resume, "resume")))
         self.delete_button.on_click(lambda _e: self._ask_delete())
         self.confirm_button.on_click(locked(lambda _e: self._delete()))
         self.keep_button.on_click(lambda _e: setattr(self.confirm, "visible", False))
@@ -207,9 +209,19 @@ class RunsTable:
         left a user wondering)."""
         status = self.store.get(run)["status"]
         if status in ("done", "failed", "cancelled"):
-            name = self._full.loc[self._full["id"] == run, "name"]
-            raise ValueError(f"{name.iloc[0] if len(name) else run} has already ended as {status}, nothing to cancel")
+            raise ValueError(f"{self._name(run)} has already ended as {status}, nothing to cancel")
         self.store.request_cancel(run)
+
+    def _name(self, run: str) -> str:
+        name = self._full.loc[self._full["id"] == run, "name"]
+        return name.iloc[0] if len(name) and name.iloc[0] else run
+
+    def _resume(self, run: str) -> str:
+        """Resume a run; says so when it starts again from scratch (a multiclass solver keeps no
+        checkpoint: a resumed LDGS run cancelled at epoch 12 of 30 trains its 30 epochs anew, and
+        its records start over)."""
+        resume(self.store, run)
+        return restart_note(self.store, run)
 
     def _ticked_or_ask(self, verb: str) -> list[str]:
         """The ticked runs; with none, the page asks for a tick before it can `verb`."""
@@ -223,18 +235,24 @@ class RunsTable:
         runs = self._ticked_or_ask(verb)
         if not runs:
             return
-        errors = []
+        errors, notes = [], []
         for run in runs:
             try:
-                action(run)
+                notes.append(action(run) or "")
             except ValueError as exc:
                 errors.append(str(exc))
-        self.say("; ".join(errors))
+        self.say("; ".join(errors) if errors else "; ".join(filter(None, notes)), "danger" if errors else "info")
         self.on_change()
 
     def _ask_delete(self) -> None:
+        """Ask before deleting the ticked runs; runs still training are refused first, by name
+        (confirming, then being told no, wastes the user's click)."""
         runs = self._ticked_or_ask("delete")
         if not runs:
+            return
+        training = [self._name(r) for r in runs if self.store.get(r)["status"] in ("running", "queued")]
+        if training:
+            self.say(f"{', '.join(training)} {'is' if len(training) == 1 else 'are'} still training: cancel, then delete")
             return
         self.confirm_text.object = (f"**Delete {len(runs)} runs?** This removes their records and models."
                                     if len(runs) > 1 else "**Delete 1 run?** This removes its records and model.")
