@@ -344,7 +344,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     if status == "cancelled":
         print(f"cancelled: {run} had no process training it")
     elif status in ("queued", "running"):
-        print(f"cancel requested: {run} stops after its current block of labels")
+        print(f"cancel requested: {run} stops at its next check (a one-vs-all run after its current block of "
+              "labels, a multiclass one between batches or epochs)")
     else:
         print(f"{run} is already {status}")
     return 0

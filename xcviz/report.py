@@ -129,7 +129,8 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
                      for r in rows if r["error"])
     header = Div(text=(
         f"<h1>{html.escape(title)}</h1><p>Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by xcviz. "
-        f"Plots: median over the labels still training and 5-95% band. {html.escape(rules)}</p>"
+        f"Plots: a one-vs-all run's median over the labels still training and 5-95% band; one trajectory "
+        f"for the other runs. {html.escape(rules)}</p>"
         "<h2>Metrics</h2><p>Precision and nDCG in percent.</p>" + _table(metrics) + errors
         + "<h2>Settings</h2>" + _settings(rows)
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"

@@ -141,3 +141,11 @@ def test_resume_says_a_multiclass_run_starts_again_and_delete_refuses_a_training
     table.delete_button.clicks += 1
     assert not table.confirm.visible and "bibtex-decomp is still training: cancel, then delete" in table.message.object
     assert len(store.list()) == 2
+
+
+@pytest.mark.parametrize("typed", ["nan", "inf", "-inf"])
+def test_a_value_that_is_not_finite_is_refused_as_such(typed):
+    """C = nan passed no bound and was refused as "C must be at most 1000000.0, not nan"."""
+    panel = LaunchPanel({"bibtex": "bibtex"})
+    panel.inputs["C"].widget.value = typed
+    assert panel.check() == [f"C must be a finite number, not {typed!r}"] and panel.compare_button.disabled

@@ -180,7 +180,7 @@ def set_log(axis, log: bool, label: str) -> None:
     code = _LOG_TICKS if log else _LINEAR_TICKS
     if axis.formatter.code != code:
         axis.formatter.code = code
-    text = f"{label} (log scale)" if log else label
+    text = f"{label} (log)" if log else label  # short: a long axis title is cut at the figure's height
     if axis.axis_label != text:
         axis.axis_label = text
 

@@ -133,6 +133,8 @@ class ParamInput:
                     value = int(text)
                 else:
                     value = float(text)
+                    if value != value or abs(value) == float("inf"):  # nan passes no bound check, says nothing
+                        raise ValueError(f"{self.name} must be a finite number, not {text!r}")
             else:
                 value = raw
             setattr(self.params, self.name, value)

@@ -109,7 +109,9 @@ class WorkersView:
             self.timeline.y_range.factors = lanes
             self.timeline.height = 80 + 28 * max(1, len(lanes))
         self.source.data = data
-        text = "".join(tables) or "<i>No blocks recorded yet for the shown runs.</i>"
+        text = "".join(tables) or ("<i>No blocks recorded yet for the shown runs: one-vs-all runs (dismec, ppdsparse) "
+                                   "record each block of labels they train; MEMOIR, DS-MLR and LDGS train all classes "
+                                   "at once and record none.</i>")
         if self.table.object != text:
             self.table.object = text
 
