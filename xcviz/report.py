@@ -134,7 +134,8 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
         "<h2>Metrics</h2><p>Precision and nDCG in percent.</p>" + _table(metrics) + errors
         + "<h2>Settings</h2>" + _settings(rows)
         + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
-        "border-bottom:1px solid #ddd;text-align:right}</style>"), sizing_mode="stretch_width", disable_math=True)
+        "border-bottom:1px solid #ddd;text-align:right;max-width:30em;overflow-wrap:anywhere}</style>"),
+        sizing_mode="stretch_width", disable_math=True)
     # two columns filling a 1400 px page, each figure at a fixed size: the dashboard's figures
     # stretch to its width (sizing_mode "stretch_width"), and in the grid a stretching figure takes
     # its column's width, which only a fixed figure gives. Without the per-label figures (MEMOIR,

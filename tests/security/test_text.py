@@ -91,3 +91,29 @@ def test_a_run_named_after_a_file_with_invisible_characters_gets_their_escapes(t
 
     specs = LaunchPanel({"bibtex": "bibtex"}).specs(str(tmp_path / "x\u202etxt.exe_train.txt"), None)
     assert specs and all(s.name.startswith("x\\u202etxt.exe-") and s.name.isprintable() for s in specs)
+
+
+def test_a_long_run_name_is_shortened_in_the_plots_keeping_its_start_and_end(tmp_path):
+    """Names may have 200 characters: whole in every legend, they ran across the figures beside
+    theirs and made the page 3,500 px wide. The plots show 60, the start and the end (where the
+    variant and the -2 that tell runs apart are)."""
+    import numpy as np
+
+    from xcviz.runs.spec import RunSpec
+    from xcviz.runs.store import RunStore
+    from xcviz.ui.run_view import RunView
+    from xcviz.ui.text import short_name
+
+    store = RunStore(tmp_path / "home")
+    spec = RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json()
+    names = ["x" * 180 + "-decomp", "x" * 180 + "-decomp-2"]
+    for name in names:
+        run = store.create(spec, name)
+        store.append_batch(run, "iteration", {"label": np.zeros(2, np.int64), "iteration": np.arange(2),
+                                              "epoch": np.arange(2) / 2, "objective": np.array([2.0, 1.0])})
+    rows = {r["id"]: r for r in store.list()}
+    runs = RunView(store).update(rows, list(rows))
+    shown = [r.name for r in runs.values()]
+    assert sorted(shown) == sorted(short_name(n) for n in names) and all(len(s) == 60 for s in shown)
+    assert {s[-9:] for s in shown} == {"xx-decomp", "-decomp-2"} and "\u2026" in shown[0]
+    assert short_name("bibtex-decomp") == "bibtex-decomp"

@@ -12,7 +12,7 @@ from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
 from .references import lbfgs_references
-from .text import printable
+from .text import printable, short_name
 
 
 class RunView:
@@ -44,7 +44,8 @@ class RunView:
                     self._complete.add(run)
                 else:
                     self._complete.discard(run)
-            runs[run] = PlotRun(printable(row["name"]), run_color(row), self.cache.runs[run], int(row["total"]))
+            runs[run] = PlotRun(short_name(printable(row["name"])), run_color(row), self.cache.runs[run],
+                                int(row["total"]))
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
         self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
         self.positives.show(runs, text="positives" in texts)

@@ -35,6 +35,17 @@ def printable(value: object, keep: str = "") -> str:
     return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
 
 
+def short_name(name: str, limit: int = 60) -> str:
+    """A run name as the plots show it (legends, notes, the inspector's choices): a name longer than
+    `limit` characters keeps its start and its end, where the variant and the -2, -3 that tell runs
+    apart are, around an ellipsis. A 200-character name made every legend run across the figures
+    beside it and the page 3,500 px wide; the runs table shows names whole."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return f"{name[:head]}\u2026{name[head + 1 - limit:]}"
+
+
 def html_text(value: object) -> str:
     """`value` as HTML text: its characters shown as they are, quotes included (safe in attributes),
     invisible ones as their escapes (line breaks and tabs kept)."""
