@@ -34,3 +34,18 @@ def test_bound_check_draws_the_diagonal_over_the_data():
     points = [e for e in plot if isinstance(e, hv.Scatter)]
     assert list(points[0].dimension_values("alpha_l1")) == [1.0, 30.0]
     assert plot.opts.get().kwargs["logx"] and plot.opts.get().kwargs["logy"]
+
+
+def test_a_log_band_edge_at_zero_goes_down_to_the_curve_floor_instead_of_leaving_a_hole():
+    """PPDSparse's objective-gap band vanished around iteration 4 while its median went on: the
+    5% edge was 0 (converged labels), which a log axis cannot draw."""
+    import numpy as np
+
+    from xcviz.ui.live_plots import floored_band
+
+    nan = np.nan
+    lower = np.log10(np.array([1e-2, 1e-3, nan, nan, 1e-4]))  # scaled: NaN where the edge was <= 0
+    median = np.log10(np.array([1e-1, 1e-2, 1e-3, 1e-3, 1e-3]))
+    assert list(floored_band(lower, median)) == [-2.0, -3.0, -4.0, -4.0, -4.0]
+    gone = np.array([nan, nan])  # no median either: nothing to draw, nothing invented
+    assert np.isnan(floored_band(gone, gone)).all()

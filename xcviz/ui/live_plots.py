@@ -93,6 +93,17 @@ class _Plan(NamedTuple):
     data: tuple | None
 
 
+
+def floored_band(lower: np.ndarray, median: np.ndarray) -> np.ndarray:
+    """A band's lower edge on a log axis (log10 values, NaN where the value was <= 0): where the
+    median is drawn but the edge is not (at least 5% of the labels reached 0, an objective gap of
+    converged labels say), the edge goes down to the lowest point the curve draws, instead of
+    leaving a hole in the band while its median line goes on."""
+    drawn = np.concatenate([lower[np.isfinite(lower)], median[np.isfinite(median)]])
+    if not drawn.size:
+        return lower
+    return np.where(np.isfinite(median) & ~np.isfinite(lower), drawn.min(), lower)
+
 class LivePlots:
     """The band plots of the runs given to `show`, with their controls."""
 
@@ -295,6 +306,8 @@ class LivePlots:
         x = bands["x"].to_numpy(np.float64)[index]
         curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
                  **{c: scaled(v[index], log_y) for c, v in columns.items()}}
+        if log_y:
+            curve["lower"] = floored_band(curve["lower"], curve["median"])
         self._curves[(field, run)] = (state, curve)
         return state, curve
 

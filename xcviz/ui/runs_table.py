@@ -244,24 +244,38 @@ class RunsTable:
         self.say("; ".join(errors) if errors else "; ".join(filter(None, notes)), "danger" if errors else "info")
         self.on_change()
 
+    def _training(self, runs: list[str]) -> list[str]:
+        """Those of `runs` still training (a store refuses to delete them)."""
+        return [r for r in runs if self.store.get(r)["status"] in ("running", "queued")]
+
     def _ask_delete(self) -> None:
-        """Ask before deleting the ticked runs; runs still training are refused first, by name
-        (confirming, then being told no, wastes the user's click)."""
+        """Ask before deleting the ticked runs, saying by name which of them are still training and
+        will be kept (the store refuses to delete them: confirming, then being told no by run id,
+        wasted the user's click); with nothing else ticked, just say so."""
         runs = self._ticked_or_ask("delete")
         if not runs:
             return
-        training = [self._name(r) for r in runs if self.store.get(r)["status"] in ("running", "queued")]
-        if training:
-            self.say(f"{', '.join(training)} {'is' if len(training) == 1 else 'are'} still training: cancel, then delete")
+        training = self._training(runs)
+        names = ", ".join(self._name(r) for r in training)
+        still = f"{names} {'is' if len(training) == 1 else 'are'} still training"
+        n = len(runs) - len(training)
+        if not n:
+            self.say(f"{still}: cancel, then delete")
             return
-        self.confirm_text.object = (f"**Delete {len(runs)} runs?** This removes their records and models."
-                                    if len(runs) > 1 else "**Delete 1 run?** This removes its records and model.")
+        self.confirm_text.object = (f"**Delete {n} runs?** This removes their records and models." if n > 1
+                                    else "**Delete 1 run?** This removes its records and model.")
+        if training:
+            self.confirm_text.object += f" {markdown_text(still)}: kept (cancel, then delete)."
         self.confirm.visible = True
 
     def _delete(self) -> None:
         self.confirm.visible = False
         deleted, errors = [], []
-        for run in self.ticked():
+        runs = self.ticked()
+        training = set(self._training(runs))  # kept, as the question said
+        for run in runs:
+            if run in training:
+                continue
             try:
                 self.store.delete(run)
             except ValueError as exc:
