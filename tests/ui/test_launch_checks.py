@@ -149,3 +149,16 @@ def test_a_value_that_is_not_finite_is_refused_as_such(typed):
     panel = LaunchPanel({"bibtex": "bibtex"})
     panel.inputs["C"].widget.value = typed
     assert panel.check() == [f"C must be a finite number, not {typed!r}"] and panel.compare_button.disabled
+
+
+@pytest.mark.parametrize("typed", ["0", "-1", "65", "abc", "1.5"])
+def test_workers_of_a_local_cluster_are_refused_as_typed_while_that_backend_is_chosen(typed):
+    """The workers box was a spinner like threads (which replaced what was typed without a word)."""
+    panel = LaunchPanel({"bibtex": "bibtex"})
+    panel.backend.workers.widget.value = typed  # not in use yet: running on threads
+    assert panel.check() == [] and not panel.compare_button.disabled
+    panel.backend.kind.value = "local cluster"
+    assert panel.check() == ["workers must be a whole number between 1 and 64"] and panel.compare_button.disabled
+    assert panel.backend.workers.widget.value == typed
+    panel.backend.workers.widget.value = "3"
+    assert panel.check() == [] and panel.backend.cluster(1) == "local:3x1"

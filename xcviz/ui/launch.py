@@ -42,6 +42,12 @@ def variant_objects(params: param.Parameterized, name: str) -> list:
     return list(getattr(p, "objects", None) or [p.default])
 
 
+class Workers(param.Parameterized):
+    """The worker processes of a local Dask cluster, bounded as run specs bound them."""
+
+    workers = param.Integer(2, bounds=(1, MAX_LOCAL_WORKERS), doc="Dask worker processes the local cluster starts.")
+
+
 class BackendChoice:
     """Where the runs train: numba threads in the run's process, a local Dask cluster of N worker
     processes (each with the panel's Threads), or an existing scheduler's address."""
@@ -49,26 +55,35 @@ class BackendChoice:
     def __init__(self) -> None:
         self.kind = pn.widgets.RadioButtonGroup(options=["threads", "local cluster", "scheduler"], value="threads",
                                                 width=WIDTH, label="Run on")
-        self.workers = pn.widgets.IntInput(label="Workers (processes)", start=1, end=MAX_LOCAL_WORKERS, value=2,
-                                           width=WIDTH, visible=False)
+        self.workers = ParamInput(Workers(), "workers", refusal=f"workers must be a whole number between 1 and "
+                                                                f"{MAX_LOCAL_WORKERS}")
+        self._workers = self.workers.panel()
+        self._workers.visible = False
         self.address = pn.widgets.TextInput(label="Scheduler address", placeholder="tcp://HOST:8786", width=WIDTH,
                                             visible=False)
         self.kind.param.watch(self._show, "value")
 
     def _show(self, _event=None) -> None:
-        self.workers.visible = self.kind.value == "local cluster"
+        self._workers.visible = self.kind.value == "local cluster"
         self.address.visible = self.kind.value == "scheduler"
+
+    def check(self) -> str:
+        """The workers field's refusal while a local cluster is chosen (typed values are kept, as
+        every parameter's are), else ""."""
+        return self.workers.check() if self.kind.value == "local cluster" else ""
 
     def cluster(self, threads: int) -> str | None:
         """The spec's `cluster` value (the spec checks it)."""
         if self.kind.value == "local cluster":
-            return f"local:{self.workers.value}x{threads}"
+            return f"local:{self.workers.params.workers}x{threads}"
         if self.kind.value == "scheduler":
             return self.address.value.strip()
         return None
 
     def panel(self) -> pn.Column:
-        return pn.Column(pn.pane.Markdown("Run on", margin=(0, 10)), self.kind, self.workers, self.address)
+        return pn.Column(pn.pane.Markdown("Run on", margin=(0, 10)), self.kind, self._workers, self.address)
+
+
 def variant_groups(solver: str, params: param.Parameterized) -> dict[str, list[str]]:
     """The parameters that only one variant of the compared parameter uses: variant -> names. An
     oracle's are its parameter class's; otherwise those named after the variant (`msi_t` of msi)."""
@@ -181,7 +196,7 @@ class LaunchPanel:
         self._built: str | None = None
         self.solver.param.watch(lambda _e: self._build(), "value")
         self.variants.param.watch(lambda _e: self._show_groups(), "value")
-        for widget in (self.dataset, self.threads.widget):
+        for widget in (self.dataset, self.threads.widget, self.backend.kind, self.backend.workers.widget):
             widget.param.watch(lambda _e: self.check(), "value")
         self._build()
 
@@ -232,7 +247,8 @@ class LaunchPanel:
         refused = self._refused.get(self.dataset.value, "")
         if html.escape(refused) != self.dataset_message.object:
             self.dataset_message.object, self.dataset_message.visible = html.escape(refused), bool(refused)
-        errors = [e for e in [refused, *(item.check() for item in [self.threads, *self.inputs.values()])] if e]
+        errors = [e for e in [refused, self.backend.check(), *(item.check() for item in [self.threads,
+                                                                                     *self.inputs.values()])] if e]
         self.compare_button.disabled = bool(errors)
         fields = "the field" if len(errors) == 1 else f"the {len(errors)} fields"
         text = f"Fix {fields} marked in red before Compare." if errors else ""
