@@ -352,13 +352,14 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from .runs.launcher import restart_note, resume
+    from .runs.launcher import resume
+    from .runs.progress import restart_note
     from .runs.store import RunStore
 
     store = RunStore(args.home, create=False)
     run = store.find(args.run)
     resume(store, run)
-    note = restart_note(store, run)
+    note = restart_note(store.get(run))
     if note:
         print(f"xcviz: {printable(note)}", file=sys.stderr)
     print(run)

@@ -212,11 +212,11 @@ def test_background_runs_yield_the_cpu_and_a_bad_niceness_fails_the_run(tmp_path
 
 
 def test_a_resume_says_when_a_multiclass_run_starts_again(tmp_path):
-    from xcviz.runs.launcher import restart_note
+    from xcviz.runs.progress import restart_note
 
     store = RunStore(tmp_path)
     ldgs = store.create(RunSpec(dataset="bibtex", solver="ldgs").validate().to_json(), "bibtex-decomp")
     dismec = store.create(RunSpec(dataset="bibtex").validate().to_json(), "bibtex-zero")
-    assert restart_note(store, ldgs) == "bibtex-decomp starts again from its first epoch (ldgs keeps no checkpoint " \
+    assert restart_note(store.get(ldgs)) == "bibtex-decomp starts again from its first epoch (ldgs keeps no checkpoint " \
                                         "to continue from)"
-    assert restart_note(store, dismec) == ""  # a one-vs-all run trains only the labels it lacks
+    assert restart_note(store.get(dismec)) == ""  # a one-vs-all run trains only the labels it lacks

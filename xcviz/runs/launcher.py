@@ -7,7 +7,6 @@ between the two steps leaves an interrupted run, never one queued for ever.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -50,18 +49,6 @@ def resume(store: RunStore, run: str) -> None:
     row = store.get(run)
     check(RunSpec.from_json(row["spec"], source=f"run {run}"), row["inputs"])
     _start(store, run, store.claim(run))
-
-
-def restart_note(store: RunStore, run: str) -> str:
-    """What a resume of this run should tell the user: that it starts again from its first epoch when
-    its solver trains all classes at once (MEMOIR, DS-MLR, LDGS keep no checkpoint), else ""."""
-    from ..solvers import SOLVERS
-
-    row = store.get(run)
-    solver = json.loads(row["spec"]).get("solver", "")
-    if solver in SOLVERS and SOLVERS[solver].multiclass:
-        return f"{row['name'] or run} starts again from its first epoch ({solver} keeps no checkpoint to continue from)"
-    return ""
 
 
 def wait(store: RunStore, run: str, poll: float = 0.25, timeout: float | None = None) -> dict:

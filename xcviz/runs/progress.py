@@ -23,3 +23,14 @@ def progress_text(row: dict, spec: dict | None = None) -> str:
         epochs = spec.get("params", {}).get("epochs") or solver.params().param["epochs"].default
         return f"{epochs * done / total if total else 0:.1f}/{epochs} epochs"
     return f"{done}/{total} labels"
+
+
+def restart_note(row: dict) -> str:
+    """What a resume of this store row's run should tell the user: that it starts again from its
+    first epoch when its solver trains all classes at once (MEMOIR, DS-MLR, LDGS keep no
+    checkpoint), else ""."""
+    solver = run_spec(row).get("solver", "")
+    if solver in SOLVERS and SOLVERS[solver].multiclass:
+        return (f"{row['name'] or row['id']} starts again from its first epoch ({solver} keeps no checkpoint to "
+                "continue from)")
+    return ""

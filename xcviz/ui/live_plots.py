@@ -93,7 +93,6 @@ class _Plan(NamedTuple):
     data: tuple | None
 
 
-
 def floored_band(lower: np.ndarray, median: np.ndarray) -> np.ndarray:
     """A band's lower edge on a log axis (log10 values, NaN where the value was <= 0): where the
     median is drawn but the edge is not (at least 5% of the labels reached 0, an objective gap of
@@ -103,6 +102,7 @@ def floored_band(lower: np.ndarray, median: np.ndarray) -> np.ndarray:
     if not drawn.size:
         return lower
     return np.where(np.isfinite(median) & ~np.isfinite(lower), drawn.min(), lower)
+
 
 class LivePlots:
     """The band plots of the runs given to `show`, with their controls."""

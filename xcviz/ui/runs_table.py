@@ -27,8 +27,8 @@ import panel as pn
 from bokeh.models.widgets.tables import NumberFormatter
 
 from ..runs.aggregate import eta_seconds
-from ..runs.launcher import restart_note, resume
-from ..runs.progress import progress_text, run_spec
+from ..runs.launcher import resume
+from ..runs.progress import progress_text, restart_note, run_spec
 from ..runs.store import RunStore
 from ..solvers import SOLVERS
 from .figures import locked
@@ -46,7 +46,8 @@ def run_row(row: dict, now: float | None = None) -> dict:
     compare = SOLVERS[solver].compare if solver in SOLVERS else None
     done, total = int(row["done"]), int(row["total"])
     eta = eta_seconds((now or time.time()) - row["started"], done, total) if row["started"] else None
-    return {"name": printable(row["name"]), "status": row["status"], "error": printable(row["error"] or "", keep="\n\t"),
+    return {"name": printable(row["name"]), "status": row["status"],
+            "error": printable(row["error"] or "", keep="\n\t"),
             "progress": round(100 * done / total) if total else 0, "done": progress_text(row, spec),
             "ETA s": float(round(eta)) if row["status"] == "running" and eta is not None else np.nan,
             "dataset": printable(str(spec.get("dataset", "")).rsplit("/", 1)[-1]), "solver": solver,
@@ -221,7 +222,7 @@ class RunsTable:
         checkpoint: a resumed LDGS run cancelled at epoch 12 of 30 trains its 30 epochs anew, and
         its records start over)."""
         resume(self.store, run)
-        return restart_note(self.store, run)
+        return restart_note(self.store.get(run))
 
     def _ticked_or_ask(self, verb: str) -> list[str]:
         """The ticked runs; with none, the page asks for a tick before it can `verb`."""
