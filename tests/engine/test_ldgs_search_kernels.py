@@ -93,19 +93,32 @@ def test_block_live_counts_the_block_rows_that_came_alive():
 @pytest.mark.parametrize("mu", [1.0, 5.0])
 def test_the_margin_prefilter_leaves_the_gradient_unchanged(mu):
     """Michelot's floor drops negatives the projection would zero anyway: loss_grad equals the
-    projection computed on every negative and positive, ties included."""
+    projection computed on every negative and positive, ties included, with one positive (the
+    sort-free path started at Michelot's threshold) and several, in every regime of the total; its
+    loss, summed over the gathered candidates alone, equals the sum over every class."""
     rng = np.random.default_rng(7)
-    for trial in range(6):
+    regimes = set()
+    for trial in range(16):
         m = 3000
-        z = np.where(rng.random(m) < 0.6, 0.0, rng.normal(0, [0.05, 0.5, 2.0][trial % 3], m))  # many exact ties
+        scale = [0.05, 0.5, 2.0, 8.0][trial % 4]
+        z = np.where(rng.random(m) < 0.6, 0.0, rng.normal(0, scale, m))  # many exact ties
         pos = np.zeros(m, np.bool_)
-        pos[rng.choice(m, 1 + trial, replace=False)] = True
+        n_pos = 1 if trial < 8 else trial - 6
+        pos[rng.choice(m, n_pos, replace=False)] = True
+        if trial in (3, 7):  # the positive above every negative: alpha = 0
+            z[pos] = z.max() + 2.0
+        if trial in (1, 5):  # the positive within the margin of the best negatives: a shared total
+            z[pos] = z.max() + 0.5
         g = np.empty(m)
-        loss_grad(z, pos, MARGIN, mu, g, np.empty(1))
+        value = loss_grad(z, pos, MARGIN, mu, g, np.empty(1))
         v = np.where(pos, z, z + 1.0) / mu
         tn, tp = bisimplex_thresholds(v[~pos], v[pos])
         want = np.where(pos, np.minimum(v - tp, 0.0), np.maximum(v - tn, 0.0)) if np.isfinite(tn) else np.zeros(m)
         np.testing.assert_allclose(g, want, atol=1e-12)
+        assert value == pytest.approx(mu * (v * want - 0.5 * want ** 2).sum(), rel=1e-12, abs=1e-12)
+        if n_pos == 1:
+            regimes.add("zero" if not np.isfinite(tn) else "shared" if tn == tp else "capped")
+    assert regimes == {"zero", "shared", "capped"}
 
 
 def test_exact_scores_match_blas():

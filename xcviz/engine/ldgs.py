@@ -79,7 +79,7 @@ def bisimplex_thresholds(vn, vp):
     if vn.shape[0] == 0 or vp.shape[0] == 0:
         return np.inf, -np.inf
     if vp.shape[0] == 1:
-        return _one_positive_thresholds(vn, vp[0])
+        return _one_positive_thresholds(vn, vp[0], _unit_simplex_threshold(vn))
     return _sorted_bisimplex_thresholds(vn, vp)
 
 
@@ -125,15 +125,19 @@ def _unit_simplex_threshold(v):
 
 
 @njit(cache=True, nogil=True)
-def _one_positive_thresholds(a, b):
-    """`bisimplex_thresholds` with the single positive level b, without sorting: the shared t > b
-    solves t = (b + sum_{a > t} a) / (1 + #{a > t}); from t = b this map rises monotonically to the
-    root and stops there (Michelot's argument: below the root it gives at least t and at most the
-    root), after as many passes as the active set shrinks. s = t - b > 1: t_N the unit-simplex
-    threshold of a, t_P = b + 1 (alpha_P = -1)."""
+def _one_positive_thresholds(a, b, tau):
+    """`bisimplex_thresholds` with the single positive level b, without sorting, given the
+    unit-simplex threshold tau of a. The shared t > b solves F(t) = sum (a - t)_+ - (t - b) = 0;
+    F(tau) = 1 - (tau - b). So tau >= b + 1 means s = t - b >= 1: s = 1, t_N = tau, t_P = b + 1
+    (alpha_P = -1). Otherwise the root lies above max(b, tau), and the map t -> (b + sum_{a > t} a)
+    / (1 + #{a > t}) rises monotonically from there to it and stops (Michelot's argument: below
+    the root it gives at least t and at most the root), after as many passes as the active set
+    shrinks; starting at tau instead of b saves the passes that would only climb to it."""
     if a.max() <= b:
         return np.inf, -np.inf
-    t = b
+    if tau - b >= 1.0:
+        return tau, b + 1.0
+    t = max(b, tau)
     count = -1
     while True:
         total, n = b, 1
@@ -145,9 +149,7 @@ def _one_positive_thresholds(a, b):
             break
         count = n
         t = total / n
-    if t - b <= 1.0:
-        return t, t
-    return _unit_simplex_threshold(a), b + 1.0
+    return t, t
 
 
 @njit(cache=True, nogil=True)
@@ -260,38 +262,45 @@ def margin_from_levels(lv, pos, n_pos, maxn, minp, mu, grad, extra):
     tau (less a relative 1e-9 for its rounding), so that the exact passes start near tau (as close
     as Condat's online pass, 2016, without its chain of dependent branches): they end on the same
     set, the negatives above tau, from any lower bound. Three passes over the levels in all: the
-    caller's, one gathering both sides' candidates, one writing the gradient (and summing the
-    loss over its non-zero entries only: a zero alpha adds exactly 0)."""
+    caller's, one gathering both sides' candidates (branch-free: every level is stored, the counts
+    advance by predicate), and one writing the gradient (two selects, vectorised). The loss sums
+    over the gathered candidates alone: a non-zero alpha needs a negative above tn >= tau or a
+    positive below tp <= min + 1, all of them gathered (a zero alpha adds exactly 0)."""
     m = lv.shape[0]
     if n_pos == 0 or m == 0 or maxn == -np.inf:
         grad[:] = 0.0
         extra[0] = np.inf
         return 0.0
     buf = np.empty(m)
-    vp = np.empty(n_pos)
+    vp = np.empty(n_pos + 1)  # + 1: the last positive's store lands before its count is known
     nn, npp = 0, 0
     floor = maxn - 1.0
+    ceiling = minp + 1.0
     for k in range(m):
         v = lv[k]
-        if pos[k]:
-            if v < minp + 1.0:
-                vp[npp] = v
-                npp += 1
-        elif v > floor:
-            buf[nn] = v
-            nn += 1
+        p = pos[k]
+        buf[nn] = v
+        nn += (v > floor) & (not p)
+        vp[npp] = v
+        npp += (v < ceiling) & p
     rho = _raised_floor(buf, nn, _raised_floor(buf, nn, floor))
-    nn, _ = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
-    tn, tp = bisimplex_thresholds(buf[:nn], vp[:npp])
+    nn, tau = _michelot(buf, nn, max(floor, rho - 1e-9 * (1.0 + abs(rho))))
+    if npp == 1:
+        tn, tp = _one_positive_thresholds(buf[:nn], vp[0], tau)
+    else:
+        tn, tp = bisimplex_thresholds(buf[:nn], vp[:npp])
     extra[0] = tn if tn != np.inf else minp
-    value = 0.0
     for k in range(m):
         v = lv[k]
-        alpha = min(v - tp, 0.0) if pos[k] else max(v - tn, 0.0)
-        grad[k] = alpha
-        if alpha != 0.0:
-            value += mu * (v * alpha - 0.5 * alpha * alpha)
-    return value
+        grad[k] = min(v - tp, 0.0) if pos[k] else max(v - tn, 0.0)
+    value = 0.0
+    for r in range(nn):
+        alpha = max(buf[r] - tn, 0.0)
+        value += buf[r] * alpha - 0.5 * alpha * alpha
+    for r in range(npp):
+        alpha = min(vp[r] - tp, 0.0)
+        value += vp[r] * alpha - 0.5 * alpha * alpha
+    return mu * value
 
 
 @njit(cache=True, nogil=True)

@@ -328,7 +328,9 @@ def unit_rows(U):
     for i in prange(U.shape[0]):
         s = _sq(U[i])
         if s > 0.0:
-            U[i] *= 1.0 / np.sqrt(s)
+            f = 1.0 / np.sqrt(s)
+            for d in range(U.shape[1]):  # not U[i] *= f: a row expression allocates a temporary
+                U[i, d] *= f
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -384,19 +386,27 @@ def cluster_sums(U, assign, n_clusters):
     sums = np.zeros((n_clusters, U.shape[1]))
     sizes = np.zeros(n_clusters, np.int64)
     for i in range(U.shape[0]):
-        sums[assign[i]] += U[i]
-        sizes[assign[i]] += 1
+        c = assign[i]
+        for d in range(U.shape[1]):  # explicit: see move_members
+            sums[c, d] += U[i, d]
+        sizes[c] += 1
     return sums, sizes
 
 
 @njit(cache=True, nogil=True)
 def move_members(U_old, U_new, classes, old, new, sums, sizes):
-    """Keep cluster sums exact when `classes` (unit sketches U_old -> U_new) move from old to new."""
+    """Keep cluster sums exact when `classes` (unit sketches U_old -> U_new) move from old to new.
+    Explicit loops over the coordinates: a row expression (sums[c] -= U_old[t]) allocated a
+    temporary per row, five times the cost of the sums themselves."""
+    dim = sums.shape[1]
     for t in range(classes.shape[0]):
-        sums[old[t]] -= U_old[t]
-        sizes[old[t]] -= 1
-        sums[new[t]] += U_new[t]
-        sizes[new[t]] += 1
+        a, b = old[t], new[t]
+        for d in range(dim):
+            sums[a, d] -= U_old[t, d]
+        sizes[a] -= 1
+        for d in range(dim):
+            sums[b, d] += U_new[t, d]
+        sizes[b] += 1
 
 
 @njit(cache=True, nogil=True)
