@@ -2,6 +2,7 @@
 import io
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -60,6 +61,26 @@ def test_report_exports_records(store_with_runs, tmp_path):
     assert len(json.loads((tmp_path / f"r-{label}-labels.json").read_text())) == 159
     assert len(written) == 5
     assert all(path.stat().st_mode & 0o777 == 0o644 for path in written)  # for others to open
+
+
+def test_a_run_without_label_records_exports_no_label_files(store_with_runs, tmp_path):
+    """MEMOIR, DS-MLR and LDGS runs record iterations alone: their export has no empty labels file."""
+    from xcviz.report import write_report
+
+    store, runs = store_with_runs
+    spec = RunSpec(dataset="bibtex", solver="ldgs", params={}, threads=1).validate()
+    run = store.create(spec.to_json(), "ldgs-iterations-only")
+    sink = SqliteSink(store, run)
+    sink.begin({"run": "ldgs-iterations-only", "solver": "ldgs"})
+    sink.write("iteration", {"iteration": np.arange(3), "objective": np.array([3.0, 2.0, 1.5])})
+    sink.end({})
+    written = write_report(store, [runs[0], run], tmp_path / "r.html")
+    names = sorted(path.name for path in written)
+    label = f"ldgs-iterations-only-{run}"
+    assert f"r-{label}-iterations.csv" in names and f"r-{label}-iterations.json" in names
+    assert not any(name.startswith(f"r-{label}-label") for name in names)
+    assert len(names) == 1 + 4 + 2  # the page, the first run's four files, the LDGS run's two
+    assert pd.read_csv(tmp_path / f"r-{label}-iterations.csv")["objective"].tolist() == [3.0, 2.0, 1.5]
 
 
 def test_a_report_rewrite_that_fails_leaves_the_old_files_whole(store_with_runs, tmp_path, monkeypatch):

@@ -175,12 +175,15 @@ def download_name(kind: str, names: list[str], suffix: str) -> str:
 
 def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, bytes]:
     """Each run's iteration and label records as CSV and JSON: {`STEM-LABEL-KINDs.csv`/`.json`: content},
-    LABEL the run's `run_label`."""
+    LABEL the run's `run_label`. Label records only when the run has some (MEMOIR, DS-MLR and LDGS
+    record none: an empty file would only suggest something went missing)."""
     files = {}
     for run in runs:
         label = run_label(store.get(run)["name"], run)
         for kind in KINDS:
             frame, _ = store.records(run, kind)
+            if kind == "label" and frame.empty:
+                continue
             base = stem.with_name(f"{stem.name}-{label}-{kind}s")
             files[base.with_suffix(".csv")] = frame.to_csv(index=False).encode("utf-8")
             files[base.with_suffix(".json")] = frame.to_json(orient="records").encode("utf-8")
