@@ -39,7 +39,7 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     panel.variants.value = ["squared_hinge", "hinge"]
     specs = panel.specs("bibtex", None)
     assert [(s.solver, s.params["loss"], s.name) for s in specs] == [
-        ("ppdsparse", "squared_hinge", "bibtex-squared_hinge"), ("ppdsparse", "hinge", "bibtex-hinge")]
+        ("ppdsparse", "squared_hinge", "bibtex-ppdsparse-squared_hinge"), ("ppdsparse", "hinge", "bibtex-ppdsparse-hinge")]
     panel.solver.value = "dismec"  # a solver shown before comes back as it was left
     panel.inputs["C"].widget.value = "100"
     panel.inputs["loss"].widget.value = "logistic"
@@ -50,6 +50,13 @@ def test_launch_panel_follows_the_solver_registry(monkeypatch):
     assert (panel.inputs["C"].widget.value, panel.inputs["loss"].widget.value) == ("100.0", "logistic")
     assert [(s.params["C"], s.params["loss"], s.params["init"]) for s in panel.specs("bibtex", None)] == [
         (100.0, "logistic", "bias")]
+    assert [s.name for s in panel.specs("bibtex", None)] == ["bibtex-bias"]  # the default solver's names stay short
+    names = []
+    for solver in ("memoir", "ldgs"):  # both compare an `exact` variant: their names tell them apart
+        panel.solver.value = solver
+        panel.variants.value = ["exact"]
+        names += [s.name for s in panel.specs("bibtex", None)]
+    assert names == ["bibtex-memoir-exact", "bibtex-ldgs-exact"]
 
 
 def test_refused_values_are_shown_and_block_compare_and_groups_follow_the_variants():
