@@ -710,6 +710,8 @@ def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
         for name in ("narrow-msi", "narrow-memoir"):
             _tick(page, name)
         before = _shows(page, {"narrow-msi", "narrow-memoir"})
+        window = page.get_by_label("window (points)", exact=True)
+        assert window.is_disabled()  # raw: no window to set
         try:
             socket_.release(hold=True)
             page.locator("select").filter(has_text="rolling median").last.select_option(label="EMA")
@@ -731,6 +733,7 @@ def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
                        and _follow(figs))
         assert all("EMA" in f["title"] for f in after)
         assert_ranges_follow(after, "after smoothing")
+        assert window.is_enabled()  # came in the same message as the figures
 
 
 def test_a_refused_parameter_is_shown_and_blocks_compare(page, runs):

@@ -116,7 +116,11 @@ class LivePlots:
         self.smoothing = pn.widgets.Select(label="smoothing", options={"raw": "raw", "EMA": "ema",
                                                                       "rolling median": "median"},
                                            value="raw", width=130)
-        self.window = pn.widgets.IntInput(label="window (points)", start=2, end=500, value=10, width=110)
+        # the box keeps a typed value within its bounds: the tooltip says them; off while raw (see redraw)
+        self.window = pn.widgets.IntInput(label="window (points)", start=2, end=500, value=10, width=110,
+                                          disabled=True, description=(
+                                              "Points per smoothing window (EMA span or rolling-median width). "
+                                              "Bounds: 2 to 500; a value outside is brought to the nearer bound."))
         self.rules = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
         self.empty = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
         self.grid = pn.FlexBox(sizing_mode="stretch_width", stylesheets=[GRID_CSS])
@@ -169,6 +173,7 @@ class LivePlots:
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)
         with pn.io.hold():
+            self.window.disabled = self.smoothing.value == "raw"  # in the same message as the figures
             for field, plan in plans.items():
                 self._apply(field, plan, drawn)
             self._titles_and_rules(drawn, thinned, text)
