@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import panel as pn
+from bokeh.models import Tooltip
 from bokeh.models.widgets.tables import NumberFormatter
 
 from ..runs.aggregate import eta_seconds
@@ -98,6 +99,11 @@ def runs_frame(rows: list[dict]) -> pd.DataFrame:
     return pd.concat([frame.iloc[:, :at], param_frame(rows, frame.index), frame.iloc[:, at:]], axis=1)
 
 
+def below(text: str) -> Tooltip:
+    """A button's tooltip, shown under it."""
+    return Tooltip(content=text, position="bottom")
+
+
 def hidden(frame: pd.DataFrame) -> list[str]:
     """The columns the page hides: the ids, the parameters whose value does not differ among the
     runs, and accuracy and macro-F1 while no run has them."""
@@ -128,11 +134,14 @@ class RunsTable:
                         **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", description="Cancel the ticked runs")
-        self.resume_button = pn.widgets.Button(label="Resume", color="success", description=(
+        # tooltips below the buttons: beside them, they covered the next button
+        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning",
+                                               description=below("Cancel the ticked runs"))
+        self.resume_button = pn.widgets.Button(label="Resume", color="success", description=below(
             "Resume the ticked runs: a one-vs-all run (dismec, ppdsparse) trains only the labels it lacks; a "
             "multiclass run (memoir, dsmlr, ldgs) keeps no checkpoint and starts again from its first epoch"))
-        self.delete_button = pn.widgets.Button(label="Delete", color="danger", description="Delete the ticked runs")
+        self.delete_button = pn.widgets.Button(label="Delete", color="danger",
+                                               description=below("Delete the ticked runs"))
         self.confirm_text = pn.pane.Markdown("")
         self.confirm_button = pn.widgets.Button(label="Confirm delete", color="danger")
         self.keep_button = pn.widgets.Button(label="Keep them", color="default")
