@@ -60,34 +60,44 @@ def test_block_search_keeps_the_q_best_probed_members_with_their_exact_block_sco
 
 def test_a_search_scores_changed_rows_and_refresh_follows_their_zeros():
     W, phi, _, _ = _problem(seed=2)
+    W[9, 4:8] = 0.0  # class 9 is dead in block 1 only: never retrieved there
     index = BlockSphericalIndex(W, block_bounds(16, 4), clusters=10, probes=10, seed=0)
-    index.search(phi, 300)
+    S, _, _, _ = index.search(phi, 300)
+    assert (9 in S[0, 1]) is False and ((S[0] >= 0).sum(axis=1) == [300, 299, 300, 300]).all()
     changed = np.array([5, 17, 240])
     W[changed] += 3.0
-    W[9, 4:8] = 0.0  # class 9 goes dead in block 1 only
-    index.refresh(np.append(changed, 9))
+    index.refresh(changed)
     S, V, _, _ = index.search(phi, 300)  # every member kept: all K scores of every block
     for j, (lo, hi) in enumerate(zip(index.bounds[:-1], index.bounds[1:])):
         kept = S[0, j] >= 0
         np.testing.assert_allclose(V[0, j, kept], W[S[0, j, kept], lo:hi] @ phi[0, lo:hi], atol=1e-12)
-        assert kept.sum() == (299 if j == 1 else 300) and (9 in S[0, j]) == (j != 1)
     W[9, 4:8] = 0.5  # alive again: the member lists must take it back
     index.refresh(np.array([9]))
     S, V, _, _ = index.search(phi, 300)
     assert ((S[0] >= 0).sum(axis=1) == 300).all() and (S[0] == 9).any(axis=1).all()
     np.testing.assert_allclose(V[0, 1][S[0, 1] == 9], W[9, 4:8] @ phi[0, 4:8], atol=1e-12)
+    W[9, 4:8] = 0.0  # live in every block, then zero again: it stays listed and scores its exact 0
+    index.refresh(np.array([9]))
+    S, V, _, _ = index.search(phi, 300)
+    assert ((S[0] >= 0).sum(axis=1) == 300).all() and V[0, 1][S[0, 1] == 9].tolist() == [0.0]
 
 
 def test_block_live_counts_the_block_rows_that_came_alive():
     W = np.zeros((4, 6))
     bounds = block_bounds(6, 3)
-    live = np.zeros((3, 4), np.bool_)
+    live, whole = np.zeros((3, 4), np.bool_), np.zeros(4, np.bool_)
     W[1, 0] = W[1, 5] = W[3, 2] = 1.0
-    assert block_live(W, bounds, np.arange(4, dtype=np.int64), live) == 3
+    assert block_live(W, bounds, np.arange(4, dtype=np.int64), live, whole) == 3
     assert live.tolist() == [[False, True, False, False], [False, False, False, True], [False, True, False, False]]
     W[1, 0], W[2, 3] = 0.0, 2.0  # one block row dies, one wakes; the rows not passed keep their flags
-    assert block_live(W, bounds, np.array([1, 2], np.int64), live) == 1
+    assert block_live(W, bounds, np.array([1, 2], np.int64), live, whole) == 1
     assert live.tolist() == [[False, False, False, False], [False, False, True, True], [False, True, False, False]]
+    assert not whole.any()
+    W[0] = 1.0  # live in every block: flagged whole, and not read again
+    assert block_live(W, bounds, np.array([0], np.int64), live, whole) == 3
+    assert whole.tolist() == [True, False, False, False] and live[:, 0].all()
+    W[0] = 0.0
+    assert block_live(W, bounds, np.array([0], np.int64), live, whole) == 0 and live[:, 0].all()
 
 
 @pytest.mark.parametrize("mu", [1.0, 5.0])
@@ -163,9 +173,10 @@ def test_restriction_only_scores_the_active_set_in_the_blocks_that_missed_it(los
         U, is_pos = np.empty((n, width), np.int64), np.empty((n, width), np.bool_)
         Z, known = np.empty((n, B, width)), np.empty((n, B, width), np.bool_)  # block-major
         count, coef = np.empty(n, np.int64), np.empty((n, width))
-        value, n_active = np.empty(n), np.empty(n, np.int64)
+        value, n_active, n_retrieved = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
         search_estimate(W, phi, index.bounds, S, V, ptr, idx, 1, 1e-3, loss, 1.0, restrict, U, is_pos, Z,
-                        known, count, coef, value, n_active)
+                        known, count, coef, value, n_active, n_retrieved)
+        np.testing.assert_array_equal(n_retrieved, (S >= 0).sum(axis=(1, 2)))
         out[restrict] = (U, is_pos, known.transpose(0, 2, 1), count, coef, n_active)
     U, is_pos, known, count, coef, n_active = out[True]
     for i in range(n):

@@ -336,15 +336,22 @@ def all_scores(W, phi, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def block_live(W, bounds, classes, live):
+def block_live(W, bounds, classes, live, whole):
     """live[j, k] = whether class k's block row j of W is non-zero, for every k of `classes` (a zero
-    block row has no direction to cluster by and scores 0 for every query). Returns how many block
-    rows came alive (were zero before): in one pass, where comparing copies of the flags before
-    and after cost a batch of updates more than the flags themselves."""
+    block row has no direction to cluster by and scores 0 for every query); whole[k] = live in
+    every block. A class already live in every block is not read again: a batch's classes are
+    mostly those, and reading their rows cost more than the rest of the bookkeeping; a block row
+    that returns to exactly 0 after that (a cancellation SGD all but never produces) stays listed,
+    and the search scores it (its exact 0) like any member. Returns
+    how many block rows came alive (were zero before): in one pass, where comparing copies of the
+    flags before and after cost a batch of updates more than the flags themselves."""
     B = bounds.shape[0] - 1
     woke = 0
     for t in prange(classes.shape[0]):
         k = classes[t]
+        if whole[k]:
+            continue
+        all_live = True
         for j in range(B):
             nonzero = False
             for d in range(bounds[j], bounds[j + 1]):
@@ -353,6 +360,8 @@ def block_live(W, bounds, classes, live):
                     break
             woke += nonzero and not live[j, k]
             live[j, k] = nonzero
+            all_live = all_live and nonzero
+        whole[k] = all_live
     return woke
 
 
@@ -738,19 +747,21 @@ def _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present):
 
 @njit(cache=True, nogil=True, parallel=True)
 def search_estimate(W, phi, bounds, S, V, pos_ptr, pos_idx, steps, tau2, loss, mu, restrict,
-                    U, is_pos, Z, present, count, coef, value, n_active):
+                    U, is_pos, Z, present, count, coef, value, n_active, retrieved):
     """mips (one block) and decomp (Algorithm 2) from the block searches S (ids, -1 padding) and
     their block scores V: the candidates U[i, :count[i]] are the positives then the union of the
     S_j in retrieval order (see `_union`); block j knows its own retrieved scores (Z[i, j, t],
     present[i, j, t]: n x B x width, block-major) and the positives' (scored exactly in every
     block); `restrict` = False scores every candidate in every block first (the unrestricted
     message passing, O(h |U|)). Then `steps` greedy steps and the output gradient
-    coef[i, :count[i]] = (1/B) sum_j grad L(B (z~_j + lambda_j)), value[i] = G(Lambda)."""
+    coef[i, :count[i]] = (1/B) sum_j grad L(B (z~_j + lambda_j)), value[i] = G(Lambda), retrieved[i] =
+    sum_j |S_j|."""
     n, B = S.shape[0], S.shape[1]
     if Z.shape[1] != B or present.shape[1] != B:
         raise ValueError("Z and present are n x B x width (block-major)")
     for i in prange(n):
         u, members, n_members = _union(S, V, pos_ptr, pos_idx, i, U, is_pos, Z, present)
+        retrieved[i] = n_members.sum()  # the S_j alone: the positives join the blocks' members below
         ids = U[i, :u]
         zb = Z[i, :, :u]
         known = present[i, :, :u]
@@ -919,18 +930,21 @@ def forward(indptr, indices, data, V, tanh):
 
 
 @njit(cache=True, nogil=True)
-def scatter(U, coef, count, dense, touched):
+def scatter(U, coef, count, dense, touched, classes):
     """dense[U[i, t], i] = coef[i, t] for non-zero coefficients (dense is K x batch: a class's
     coefficients over the batch are one short contiguous run for `step_classes`); touched[k] marks
-    the classes hit. Returns the number of entries written."""
-    written = 0
+    the classes hit, listed once each in classes[:m] in the order first hit (so that no pass over
+    all K finds them). Returns m."""
+    m = 0
     for i in range(U.shape[0]):
         for t in range(count[i]):
             if coef[i, t] != 0.0:
-                dense[U[i, t], i] = coef[i, t]
-                touched[U[i, t]] = True
-                written += 1
-    return written
+                k = U[i, t]
+                dense[k, i] = coef[i, t]
+                classes[m] = k
+                m += not touched[k]
+                touched[k] = True
+    return m
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -952,9 +966,9 @@ def embedding_gradient(W, U, coef, count, phi, tanh):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def step_classes(W, classes, dense, phi, step):
+def step_classes(W, classes, dense, touched, phi, step):
     """W[k] -= step * sum_i dense[k, i] phi_i for every k of `classes` (dense: K x batch), summing in
-    batch order; then dense[k] = 0, ready for the next batch."""
+    batch order; then dense[k] = 0 and touched[k] = False, ready for the next batch (see `scatter`)."""
     n, h = phi.shape
     for t in prange(classes.shape[0]):
         k = classes[t]
@@ -964,6 +978,7 @@ def step_classes(W, classes, dense, phi, step):
                 for d in range(h):
                     W[k, d] -= step * c * phi[i, d]
                 dense[k, i] = 0.0
+        touched[k] = False
 
 
 @njit(cache=True, nogil=True, parallel=True)

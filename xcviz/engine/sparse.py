@@ -1,4 +1,5 @@
-"""Sparse-matrix kernels around training: the preprocessed training matrix and pruned weights.
+"""Sparse-matrix kernels around training: the preprocessed training matrix, pruned weights and a
+CSR row gather (a mini-batch's positives).
 
 Both exist to keep training's extra memory small: the training rows are normalised, given their
 bias column and converted to unsigned indices in one pass (one copy instead of four), and each
@@ -87,3 +88,17 @@ def prune_block(W, order, n_cols, threshold, chunk: int | None = None):
     if not idx:
         return counts, np.empty(0, np.int32), np.empty(0)
     return counts, np.concatenate(idx), np.concatenate(val)
+
+
+@njit(cache=True, nogil=True)
+def take_rows(indptr, indices, rows):
+    """(indptr, indices) of the CSR rows `rows` (int64), in that order: one pass, where the numpy
+    expression took a dozen array operations, a tenth of a small LDGS batch's bookkeeping."""
+    ptr = np.empty(rows.shape[0] + 1, np.int64)
+    ptr[0] = 0
+    for r in range(rows.shape[0]):
+        ptr[r + 1] = ptr[r] + indptr[rows[r] + 1] - indptr[rows[r]]
+    out = np.empty(ptr[-1], np.int64)
+    for r in range(rows.shape[0]):
+        out[ptr[r]:ptr[r + 1]] = indices[indptr[rows[r]]:indptr[rows[r] + 1]]
+    return ptr, out

@@ -78,7 +78,8 @@ class BlockSphericalIndex:
         self._lists = (np.empty((B, n_clusters + 1), np.int64), np.empty((B, W.shape[0]), np.int64),
                        np.empty((B, n_clusters), np.bool_))
         self._live = np.zeros((self.n_blocks, W.shape[0]), np.bool_)  # block_live compares with these
-        block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live)
+        self._whole = np.zeros(W.shape[0], np.bool_)  # live in every block: block_live skips them
+        block_live(W, self.bounds, np.arange(W.shape[0], dtype=np.int64), self._live, self._whole)
         self._stacked: tuple | None = None
 
     @property
@@ -110,7 +111,7 @@ class BlockSphericalIndex:
         """Take note of the rows `classes` of W changed in place: their live flags follow (the
         clustering stays as it is until `update`)."""
         if len(classes):
-            if block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live):
+            if block_live(self.W, self.bounds, np.asarray(classes, np.int64), self._live, self._whole):
                 self._stacked = None  # a zero row came alive: the member lists grow
 
     def search(self, phi: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ from ..embedding_model import EmbeddingModel
 from ..engine.ldgs import (CE, MARGIN, all_scores, embedding_gradient, exact_loss_grad, forward, scatter, step_classes,
                            step_features)
 from ..engine.ldgs_measure import support_stats, top_precision
+from ..engine.sparse import take_rows
 from ..engine.threads import using_threads
 from ..oracles.block_index import BlockSphericalIndex
 from .ldgs_search import ESTIMATORS, Estimate, Estimator, block_bounds
@@ -116,10 +117,7 @@ def positives(Y, n: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
 
 def _take(pos_ptr: np.ndarray, pos_idx: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The positives of `rows`, as CSR."""
-    counts = pos_ptr[rows + 1] - pos_ptr[rows]
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    idx = pos_idx[np.repeat(pos_ptr[rows], counts) + (np.arange(ptr[-1]) - np.repeat(ptr[:-1], counts))]
-    return ptr, idx.astype(np.int64)
+    return take_rows(pos_ptr, pos_idx, np.asarray(rows, np.int64))
 
 
 def default_retrieve(K: int, mean_positives: float, multilabel: bool) -> int:
@@ -334,6 +332,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         clock = dict.fromkeys(CLOCK, 0.0)
         dense = np.zeros((K, batch))  # a batch's coefficients, class-major (see engine.ldgs.scatter)
         touched = np.zeros(K, np.bool_)
+        hit = np.empty(K + 1, np.int64)  # the classes a batch changed (see engine.ldgs.scatter)
         train_seconds = 0.0
         t_window = train_seconds
         written = 0
@@ -363,6 +362,10 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
             record(0, p.eta0)
         shuffles = np.random.default_rng([p.seed, 3])
         step, cancelled = 0, False
+        # read once: a param attribute costs microseconds, and a small batch's bookkeeping adds up
+        learned, eta0, reindex_every = p.embedding == "learned", p.eta0, p.reindex_every
+        trained, trained_dirty = indexes.get(p.gradient), dirty.get(p.gradient)  # None for exact and sampled
+        marks = list(dirty.values())
         for _epoch in range(p.epochs):
             order = shuffles.permutation(n)
             for start in range(0, n, batch):
@@ -370,7 +373,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                     cancelled = True
                     break
                 t_batch = time.monotonic()
-                eta = p.eta0 / (1.0 + step / per_epoch)
+                eta = eta0 / (1.0 + step / per_epoch)
                 rows = order[start:start + batch]
                 b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
                 sub = Xr[rows] if fixed is None else None
@@ -378,28 +381,25 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
                     sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
                 est = estimator(phi, b_ptr, b_idx, clock)
                 t0 = time.perf_counter()
-                scatter(est.U, est.coef, est.count, dense, touched)
-                classes = np.flatnonzero(touched)
-                scale = eta
-                if p.embedding == "learned":
+                classes = hit[:scatter(est.U, est.coef, est.count, dense, touched, hit)]
+                if learned:
                     dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
-                step_classes(W, classes, dense, phi, scale)
-                if p.embedding == "learned":
+                step_classes(W, classes, dense, touched, phi, eta)
+                if learned:
                     coo = sub.tocoo()
                     order_f = np.argsort(coo.col, kind="stable")
                     features, starts = np.unique(coo.col[order_f], return_index=True)
                     feat_ptr = np.append(starts, coo.col.size).astype(np.int64)
                     step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
-                                  coo.data[order_f], dphi, scale)
-                touched[classes] = False
+                                  coo.data[order_f], dphi, eta)
                 t1 = time.perf_counter()
-                for kind in dirty:
-                    dirty[kind][classes] = True
-                if p.gradient in indexes:  # the search reads the changed rows' new values at once
-                    indexes[p.gradient].refresh(classes)
-                if p.gradient in indexes and (step + 1) % p.reindex_every == 0:
-                    indexes[p.gradient].update(np.flatnonzero(dirty[p.gradient]))
-                    dirty[p.gradient][:] = False
+                for mark in marks:
+                    mark[classes] = True
+                if trained is not None:  # the search reads the changed rows' new values at once
+                    trained.refresh(classes)
+                    if (step + 1) % reindex_every == 0:
+                        trained.update(np.flatnonzero(trained_dirty))
+                        trained_dirty[:] = False
                 t2 = time.perf_counter()
                 clock["update_seconds"] += t1 - t0
                 clock["reindex_seconds"] += t2 - t1

@@ -116,13 +116,13 @@ class Estimator:
         U, is_pos = np.empty((n, width), np.int64), np.empty((n, width), np.bool_)
         Z, known = np.empty((n, B, width)), np.empty((n, B, width), np.bool_)  # block-major
         count, coef = np.empty(n, np.int64), np.empty((n, width))
-        value, n_active = np.empty(n), np.empty(n, np.int64)
+        value, n_active, retrieved = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
         search_estimate(self.W, phi, index.bounds, S, V, pos_ptr, pos_idx, self.steps, self.tau2, self.loss, self.mu,
-                        self.restrict, U, is_pos, Z, known, count, coef, value, n_active)
+                        self.restrict, U, is_pos, Z, known, count, coef, value, n_active, retrieved)
         t2 = time.perf_counter()
         clock["query_seconds"] += t1 - t0
         clock["message_seconds"] += t2 - t1
-        result = Estimate(U, count, coef, value, n_active, (S >= 0).sum(axis=(1, 2)))
+        result = Estimate(U, count, coef, value, n_active, retrieved)
         if with_certificate:
             upper = np.zeros(n)
             for j in range(B):
