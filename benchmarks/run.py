@@ -318,11 +318,13 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             start = end = old.index("## LDGS")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
-    if name == "ldgs":  # placed before MEMOIR's section
+    if name == "ldgs":  # placed before MEMOIR's section; the header's date of the LDGS rerun follows
         lines = render_ldgs(bench_ldgs())
         marker = lines[0] if lines[0] in old else "## MEMOIR: margin oracles"
         start, end = old.index(marker), old.index("## MEMOIR: margin oracles")
-        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        head = re.sub(r"(LDGS \(`--only ldgs`\) on )\d{4}-\d\d-\d\d \d\d:\d\d UTC",
+                      lambda m: m.group(1) + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), old[:start], count=1)
+        out.write_text(head + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
         before = _load()
