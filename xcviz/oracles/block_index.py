@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.ldgs import block_live, cone_bound, cone_stats, live_members, search_blocks
-from ..engine.mips import cluster_sums, move_members, nearest_centroid, normalised_centroids, unit_rows
+from ..engine.mips import (cluster_sums, move_rows, nearest_centroid, normalised_centroids, unit_block_rows,
+                           unit_rows)
 
 
 class _Block:
@@ -46,12 +47,9 @@ class _Block:
         self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
 
     def update(self, W: np.ndarray, classes: np.ndarray) -> None:
-        fresh = np.array(W[classes, self.lo:self.hi], order="C")
-        unit_rows(fresh)
+        fresh = unit_block_rows(W, classes, self.lo, self.hi)
         moved_to = nearest_centroid(fresh, classes, self.centroids)
-        move_members(self.unit[classes], fresh, classes, self.assign[classes], moved_to, self.sums, self.sizes)
-        self.unit[classes] = fresh
-        self.assign[classes] = moved_to
+        move_rows(self.unit, self.assign, fresh, classes, moved_to, self.sums, self.sizes)
         self.changed += classes.size
         if self.changed >= self.ids.size:
             self.lloyd()

@@ -23,7 +23,7 @@ from ..engine.mips import (
     cluster_sums,
     gather_members,
     members,
-    move_members,
+    move_rows,
     nearest_centroid,
     normalised_centroids,
     shortlist,
@@ -89,9 +89,7 @@ class SphericalOracle(IndexedOracle):
         self._length[classes] = np.sqrt((fresh ** 2).sum(axis=1))
         unit_rows(fresh)
         moved_to = nearest_centroid(fresh, classes, self.centroids)
-        move_members(self._unit[classes], fresh, classes, self._assign[classes], moved_to, self._sums, self._sizes)
-        self._unit[classes] = fresh
-        self._assign[classes] = moved_to
+        move_rows(self._unit, self._assign, fresh, classes, moved_to, self._sums, self._sizes)
         self._changed += classes.size
         if self._changed >= self._ids.size:
             self._lloyd()
