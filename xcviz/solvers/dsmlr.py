@@ -40,6 +40,7 @@ from ..engine.threads import using_threads
 from ..metrics import macro_f1
 from ..models import SparseModel
 from .params import param_dict
+from .warmup import code_paths, warm_once
 
 MODES = ("sync", "async", "lbfgs", "lc")
 B_QUANTILES = {"b_p05": 0.05, "b_p50": 0.5, "b_p95": 0.95}
@@ -284,6 +285,21 @@ def _check(prob: Problem, p: DsmlrParams) -> None:
                          f"{p.alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
 
 
+def _warm_kernels(p: DsmlrParams, threads: int | None, multilabel: bool, recording: bool, validating: bool) -> None:
+    """Compile (or load from numba's cache) the kernels a local run of these settings calls, its
+    records' included, on a tiny problem before the clock starts (see solvers.warmup)."""
+    from ..data.synthetic import generate
+    from ..runs.sinks import NullSink
+
+    def tiny_fit() -> None:
+        tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
+        settings = {**param_dict(p), "epochs": 2, "optimum": None}
+        fit_dsmlr(tiny.X, tiny.Y, DsmlrParams(**settings), threads=threads,
+                  recorder=NullSink() if recording else None, validation=(tiny.X, tiny.Y) if validating else None)
+
+    warm_once(("dsmlr", code_paths(p), multilabel, recording, validating), tiny_fit)
+
+
 def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: int | None = None, recorder=None,
               run: str = "run", progress: Callable[[int, int], None] | None = None,
               stop: Callable[[], bool] | None = None, validation=None, client=None, cluster=None,
@@ -298,6 +314,8 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
     xcviz.runs.cluster (the run spec's `cluster`), the same. progress(outer iterations done, all);
     stop() is asked between outer iterations (a stopped run returns the model so far)."""
     p = params or DsmlrParams()
+    if client is None and cluster is None:  # on Dask the kernels run in the workers' processes
+        _warm_kernels(p, threads, Y is None or sp.issparse(Y), recorder is not None, validation is not None)
     t_start = time.monotonic()
     if cluster is not None:
         client = cluster[0]

@@ -36,6 +36,7 @@ from ..oracles.block_index import BlockSphericalIndex
 from .ldgs_search import ESTIMATORS, Estimate, Estimator, block_bounds
 from .memoir import _rows, _with_columns
 from .params import param_dict
+from .warmup import warm_once
 
 LOSSES = {"smoothed_margin": MARGIN, "ce": CE}
 ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective", "train_accuracy", "accuracy",
@@ -45,7 +46,6 @@ ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective
                "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
-_WARMED: set[tuple] = set()  # the kernel sets this process has compiled or loaded (see _warm_kernels)
 
 
 class LdgsParams(param.Parameterized):
@@ -242,23 +242,17 @@ def _check_finite(W: np.ndarray, V: np.ndarray, epoch: int, eta0: float) -> None
 
 def _warm_kernels(p: LdgsParams, multilabel: bool, threads: int | None) -> None:
     """Compile (or load from numba's cache) the kernels a run of these settings calls, by training
-    on a tiny synthetic problem of the same kind, before the training clock starts: the first call
-    of a kernel on a fresh checkout compiles it, several seconds that would otherwise count as the
-    first batch's training time and make a Compare of estimators at equal wall time unfair (mips and
-    decomp, with more kernels, paid most). Once per process and kind of run."""
+    on a tiny synthetic problem of the same kind, before the training clock starts (see
+    solvers.warmup; mips and decomp, with more kernels, paid most)."""
     from ..data.synthetic import generate
 
-    key = (p.gradient, p.loss, p.embedding, p.tanh, multilabel)
-    if key in _WARMED:
-        return
-    _WARMED.add(key)
-    tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
-    settings = {**param_dict(p), "epochs": 1, "dim": 8, "blocks": 0, "batch_size": 10, "reindex_every": 1,
-                "sample_size": 10, "retrieve": 0, "probes": 0, "clusters": 4, "sampled": 0}
-    try:
+    def tiny_fit() -> None:
+        tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
+        settings = {**param_dict(p), "epochs": 1, "dim": 8, "blocks": 0, "batch_size": 10, "reindex_every": 1,
+                    "sample_size": 10, "retrieve": 0, "probes": 0, "clusters": 4, "sampled": 0}
         fit_ldgs(tiny.X, tiny.Y, LdgsParams(**settings), threads=threads)
-    except ValueError:  # the tiny problem diverged at this step size: its kernels have run all the same
-        pass
+
+    warm_once(("ldgs", p.gradient, p.loss, p.embedding, p.tanh, multilabel), tiny_fit)
 
 
 def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: int | None = None, recorder=None,

@@ -34,6 +34,7 @@ from ..oracles.exact import ExactOracle
 from ..oracles.registry import ORACLES, make_oracle
 from .classweights import ClassWeights
 from .params import param_dict
+from .warmup import code_paths, warm_once
 
 # the margin error's upper quantiles: eps at delta = 0.5, 0.1, 0.05, 0.01, 0, the (eps, delta) picture of Theorem 1
 ERROR_QUANTILES = {"margin_error_p50": 0.5, "margin_error_p90": 0.9, "margin_error_p95": 0.95,
@@ -188,6 +189,21 @@ def _truncate(weights: ClassWeights, classes: np.ndarray, threshold: float, p: M
         totals["skipped"] += 1
 
 
+def _warm_kernels(p: MemoirParams, threads: int | None, recording: bool, validating: bool) -> None:
+    """Compile (or load from numba's cache) the kernels a run of these settings calls, its oracle's
+    and its records' included, on a tiny problem before the clock starts (see solvers.warmup)."""
+    from ..data.synthetic import generate
+    from ..runs.sinks import NullSink
+
+    def tiny_fit() -> None:
+        tiny = generate(60, 40, 12, multiclass=True, avg_nnz=6, seed=0)
+        settings = {**param_dict(p), "epochs": 1, "records_per_epoch": 1, "sample_size": 20}
+        fit_memoir(tiny.X, tiny.Y, MemoirParams(**settings), threads=threads,
+                   recorder=NullSink() if recording else None, validation=(tiny.X, tiny.Y) if validating else None)
+
+    warm_once(("memoir", code_paths(p), recording, validating), tiny_fit)
+
+
 def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads: int | None = None, recorder=None,
                run: str = "run", progress: Callable[[int, int], None] | None = None,
                stop: Callable[[], bool] | None = None, validation=None, **_background) -> SparseModel:
@@ -196,6 +212,7 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
     batches in all) after every batch; stop() is asked between batches (a stopped run returns the
     model so far, info["cancelled"] true)."""
     p = params or MemoirParams()
+    _warm_kernels(p, threads, recorder is not None, validation is not None)
     t_start = time.monotonic()
     X, y, n_classes = as_multiclass(X, Y)
     if X.shape[0] == 0 or n_classes < 2:
