@@ -38,7 +38,7 @@ VARIANTS = {  # extra rows: label -> parameters
                "decomp, Q = 13 (without the multi-label factor)": {"gradient": "decomp", "retrieve": 13}},
 }
 COMMON = {"records_per_epoch": 2, "sample_size": 100}
-SCALING_K = (10_000, 50_000, 100_000, 200_000)  # the speed ratio against K, the synthetic problem's rows
+SCALING_K = (10_000, 50_000, 100_000, 200_000)  # the speed ratio against K: the synthetic problem's K
 SCALING_REPEATS = 2  # alternated runs of exact and decomp at each K
 SCALING = "speed against K"  # its key among bench_ldgs' results
 THREADS = 1
@@ -137,8 +137,8 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
 
 def bench_scaling() -> list[dict]:
     """Seconds per epoch of exact and decomp (one epoch, no records, one thread) on the synthetic
-    problem of the K = 50,000 rows with K classes instead: the same 4,000 training rows, so exact's
-    O(h K) grows with K and decomp's cost with what its searches return."""
+    K = 50,000 problem with K classes instead: the same 4,000 training rows, so exact's O(h K) grows
+    with K and decomp's cost with what its searches return."""
     from xcviz.data.synthetic import generate, split
     from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
 

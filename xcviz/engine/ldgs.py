@@ -342,9 +342,9 @@ def block_live(W, bounds, classes, live, whole):
     every block. A class already live in every block is not read again: a batch's classes are
     mostly those, and reading their rows cost more than the rest of the bookkeeping; a block row
     that returns to exactly 0 after that (a cancellation SGD all but never produces) stays listed,
-    and the search scores it (its exact 0) like any member. Returns
-    how many block rows came alive (were zero before): in one pass, where comparing copies of the
-    flags before and after cost a batch of updates more than the flags themselves."""
+    and the search scores it (its exact 0) like any member. Returns how many block rows came alive
+    (were zero before): in one pass, where comparing copies of the flags before and after cost a
+    batch of updates more than the flags themselves."""
     B = bounds.shape[0] - 1
     woke = 0
     for t in prange(classes.shape[0]):

@@ -398,11 +398,10 @@ def move_rows(unit, assign, fresh, classes, moved_to, sums, sizes):
     """Re-index `classes` (distinct) in place: class k = classes[t] (unit row unit[k], cluster
     assign[k]) takes the unit row fresh[t] and the cluster moved_to[t], and the cluster sums stay
     exact (the old row subtracted from its cluster, the new one added to its new one, class after
-    class). One pass
-    that reads each old row where it lies, where gathering the old rows and assignments and then
-    scattering the new ones were four numpy operations over the classes (a fifth of a re-index).
-    Explicit loops over the coordinates: a row expression (sums[c] -= unit[k]) allocated a
-    temporary per row, five times the cost of the sums themselves."""
+    class). One pass that reads each old row where it lies, where gathering the old rows and
+    assignments and then scattering the new ones were four numpy operations over the classes (a
+    fifth of a re-index). Explicit loops over the coordinates: a row expression (sums[c] -= unit[k])
+    allocated a temporary per row, five times the cost of the sums themselves."""
     dim = sums.shape[1]
     for t in range(classes.shape[0]):
         k = classes[t]
