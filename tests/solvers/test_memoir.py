@@ -340,3 +340,27 @@ def test_the_summary_says_where_an_indexed_oracles_time_went(small):
     assert info["oracle_sketch_seconds"] <= info["oracle_index_seconds"]
     assert info["update_seconds"] <= info["oracle_index_seconds"] + 1e-3  # the build at W = 0 is not an update
     assert info["query_seconds"] + info["update_seconds"] + info["step_seconds"] <= info["train_seconds"]
+
+
+def test_the_records_diagnostics_are_not_training_time(small, monkeypatch):
+    """`wall` and train_seconds count training alone, as DS-MLR's and LDGS's do: a record's
+    diagnostics (here made 0.3 s slower each) go to `diagnostic_seconds` and `elapsed` only."""
+    import time
+
+    import xcviz.solvers.memoir as memoir
+
+    measure = memoir._Diagnostics.measure
+
+    def slow_measure(self, weights, oracle):
+        time.sleep(0.3)
+        return measure(self, weights, oracle)
+
+    monkeypatch.setattr(memoir._Diagnostics, "measure", slow_measure)
+    X, y = small
+    sink = MemorySink()
+    info = fit_memoir(X, y, MemoirParams(epochs=1, records_per_epoch=2), threads=1, recorder=sink).info
+    rec = sink.iterations
+    assert len(rec) >= 3 and (rec["diagnostic_seconds"] >= 0.3).all()
+    assert info["train_seconds"] < 0.25 and rec["wall"].iloc[-1] < 0.25
+    assert rec["elapsed"].iloc[-1] >= 0.3 * (len(rec) - 1)
+    assert (np.diff(rec["wall"]) >= 0).all() and (rec["elapsed"] >= rec["wall"]).all()
