@@ -23,8 +23,8 @@ FROM_FIRST_STEP = frozenset({"step_size", "seconds", "cg_steps"})
 ID_COLUMNS = frozenset({"label", "iteration", "wall", "run", "block"})
 X_AXES = {
     "iteration": "x: iteration (0 is the starting point)",
-    "wall": "x: wall time since the run started (DS-MLR and LDGS: training seconds, without the time they spend "
-            "measuring at each record), records in equal time bins (at most 200 per run)",
+    "wall": "x: wall time since the run started (MEMOIR, DS-MLR and LDGS: training seconds, without the time they "
+            "spend measuring at each record), records in equal time bins (at most 200 per run)",
     "work": "x: cumulative work, CPU-seconds spent on iterations 0..i summed over all labels",
     "epoch": "x: passes over the training data (solvers that stream the data, such as MEMOIR)",
 }
