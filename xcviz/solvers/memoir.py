@@ -39,9 +39,10 @@ from .warmup import code_paths, warm_once
 # the margin error's upper quantiles: eps at delta = 0.5, 0.1, 0.05, 0.01, 0, the (eps, delta) picture of Theorem 1
 ERROR_QUANTILES = {"margin_error_p50": 0.5, "margin_error_p90": 0.9, "margin_error_p95": 0.95,
                    "margin_error_p99": 0.99, "margin_error_max": 1.0}
-ITER_FIELDS = ("wall", "elapsed", "diagnostic_seconds", "seconds", "epoch", "batch", "eta", "objective", "hinge", "violators", "oracle_recall",
-               "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50", "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change", "truncations_skipped", "nnz",
-               "memory_mb", "train_accuracy", "accuracy", "macro_f1")
+ITER_FIELDS = ("wall", "elapsed", "diagnostic_seconds", "seconds", "epoch", "batch", "eta", "objective", "hinge",
+               "violators", "oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50",
+               "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change",
+               "truncations_skipped", "nnz", "memory_mb", "train_accuracy", "accuracy", "macro_f1")
 PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
 # the oracle's random draw the diagnostics ask with; training batch t asks with draw t + 1, so
 # recording never moves a training draw (the random oracle's classes, tie-breaking)
