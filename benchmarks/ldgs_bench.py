@@ -140,7 +140,7 @@ def bench_scaling() -> list[dict]:
     K = 50,000 problem with K classes instead: the same 4,000 training rows, so exact's O(h K) grows
     with K and decomp's cost with what its searches return."""
     from xcviz.data.synthetic import generate, split
-    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs, positives
 
     source = PROBLEMS["synthetic K=50k"][0]
     out = []
@@ -151,7 +151,7 @@ def bench_scaling() -> list[dict]:
             for gradient in runs:
                 model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=1, gradient=gradient), threads=THREADS)
                 runs[gradient].append(model.info["epoch_seconds"])
-        live = int(np.unique(train.Y.indices if hasattr(train.Y, "indices") else train.Y).size)
+        live = int(np.unique(positives(train.Y, train.n)[1]).size)
         out.append({"K": K, "live": live, **runs})
         print("scaling", K, runs, flush=True)
     return out

@@ -322,15 +322,21 @@ def _sq(u):
     return s
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _to_unit(u):
+    """u scaled to unit length in place (a zero row stays zero)."""
+    s = _sq(u)
+    if s > 0.0:
+        f = 1.0 / np.sqrt(s)
+        for d in range(u.shape[0]):  # not u *= f: a row expression allocates a temporary
+            u[d] *= f
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def unit_rows(U):
     """U with every non-zero row scaled to unit length, in place."""
     for i in prange(U.shape[0]):
-        s = _sq(U[i])
-        if s > 0.0:
-            f = 1.0 / np.sqrt(s)
-            for d in range(U.shape[1]):  # not U[i] *= f: a row expression allocates a temporary
-                U[i, d] *= f
+        _to_unit(U[i])
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -425,11 +431,7 @@ def unit_block_rows(W, classes, lo, hi):
         k = classes[t]
         for d in range(lo, hi):
             out[t, d - lo] = W[k, d]
-        s = _sq(out[t])
-        if s > 0.0:
-            f = 1.0 / np.sqrt(s)
-            for d in range(hi - lo):
-                out[t, d] *= f
+        _to_unit(out[t])
     return out
 
 
