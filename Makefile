@@ -28,8 +28,10 @@ dashboard: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2
 
+# two workers (pytest-xdist): the suite's tests spend most of their time waiting on the servers,
+# browsers and processes they start, and one core sat idle
 test: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
 # root (a container) needs JupyterLab's explicit --allow-root.

@@ -20,8 +20,9 @@ PRECOMPILE_FROM = 100  # tests in a session: fewer need few kernels, and are qui
 
 def pytest_collection_finish(session):
     """Start tests/precompile.py for a session of many tests, at the lowest priority: it compiles on
-    the CPU the tests leave idle and never takes it from them."""
-    if len(session.items) >= PRECOMPILE_FROM:
+    the CPU the tests leave idle and never takes it from them. Under pytest-xdist every worker
+    collects the whole session; the first worker alone starts it."""
+    if len(session.items) >= PRECOMPILE_FROM and os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0":
         session.config.precompile = subprocess.Popen(
             [sys.executable, "-m", "tests.precompile"], cwd=Path(__file__).resolve().parents[1],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(19))

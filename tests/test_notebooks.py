@@ -1,10 +1,6 @@
 """Every notebook runs top to bottom in a fresh kernel, and is committed with its outputs cleared.
-
-The notebooks run two at a time (each in its own kernel, started by the first test that needs
-one): a kernel spends much of its life starting and importing on one core, so two overlap well on
-a two-core machine, and the suite's budget is tight."""
+(`make test`'s two workers run two notebooks at a time.)"""
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -25,21 +21,11 @@ def _execute(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.fixture(scope="module")
-def executed(request):
-    """Notebook path -> the future of its executed copy, for every notebook this session tests
-    (all submitted at once)."""
-    chosen = [item.callspec.params["path"] for item in request.session.items
-              if getattr(item, "originalname", None) == "test_notebook_runs"]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {path: pool.submit(_execute, path) for path in chosen}
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path: Path, executed: dict[Path, Future]):
+def test_notebook_runs(path: Path):
     committed = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") and not c.get("execution_count") for c in committed.cells
                if c.cell_type == "code"), f"{path.name}: clear the outputs before committing"
-    nb = executed[path].result()
+    nb = _execute(path)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
