@@ -29,9 +29,10 @@ demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2
 
 # two workers (pytest-xdist): the suite's tests spend most of their time waiting on the servers,
-# browsers and processes they start, and one core sat idle
+# browsers and processes they start, and one core sat idle. `--dist load` hands each worker the tests
+# in the suite's order (work stealing would run a later file before an earlier one)
 test: $(STAMP) browser
-	$(PY) -m pytest -q -n 2 --dist worksteal
+	$(PY) -m pytest -q -n 2 --dist load
 
 # Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
 # root (a container) needs JupyterLab's explicit --allow-root.

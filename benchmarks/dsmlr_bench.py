@@ -138,7 +138,7 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
     with ExitStack() as stack:
         if address is None:
             address = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None))
+                                                       dashboard_address="127.0.0.1:0"))
         client = stack.enter_context(Client(address))
         warm = open_shards(folder).part(0)
         # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels)
@@ -184,7 +184,7 @@ def driver_process(kinds: list[str], folder: str, limit_mb: float | None = None,
     with ExitStack() as stack:
         if limit_mb is not None:
             cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None))
+                                                       dashboard_address="127.0.0.1:0"))
             cmd.append(json.dumps(cluster.scheduler_address))
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if run.returncode != 0:  # the whole log (the cluster's warnings say why a worker left)

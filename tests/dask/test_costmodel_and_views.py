@@ -172,7 +172,7 @@ def test_a_tls_scheduler_is_reached_with_the_certificates_of_dask_configuration(
         files[name] = tmp_path / f"{name}.pem"
         files[name].write_text(pem)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
-                      security=security, dashboard_address=None) as scheduler:
+                      security=security, dashboard_address="127.0.0.1:0") as scheduler:
         address = scheduler.scheduler_address
         assert address.startswith("tls://")
         with pytest.raises(ClusterError, match="distributed.comm.tls.ca-file"):

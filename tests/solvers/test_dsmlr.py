@@ -158,10 +158,19 @@ def test_a_background_run_with_a_cluster_spec_trains_sync_on_dask(tmp_path):
 
 @pytest.fixture(scope="module")
 def client():
+    """A plain LocalCluster(2). Its nannies write Dask's pre-spawn environment (MALLOC_TRIM_THRESHOLD_)
+    into this process's os.environ, where every process started later would inherit it: put back as
+    it was after, so a later test sees the environment it started with."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+    before = dict(os.environ)
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address="127.0.0.1:0") as cluster:
+            with distributed.Client(cluster) as c:
+                yield c
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 def test_dask_sync_is_the_threads_sync_model(client, small):
