@@ -116,6 +116,34 @@ def test_run_aggregate_epoch_axis_follows_the_recorded_epochs():
     assert newton.bands("objective", "epoch").empty  # a run without epochs draws nothing on that axis
 
 
+def test_window_times_are_drawn_per_batch_so_a_short_last_window_does_not_dip():
+    """A streaming solver's record sums its times over a window of batches: 4 batches a window at
+    0.5 s a batch, then an epoch's last window of 2 and a cancelled run's last window of 1 (same
+    speed). Per batch, every window reads 0.5 s, across the aggregate's batches; the starting
+    record trained nothing (NaN, left out); the plots show the per-batch field instead of the raw."""
+    from xcviz.runs.aggregate import RunAggregate
+    from xcviz.ui.fields import plotted_fields
+
+    steps = [0, 4, 8, 10, 14, 15]
+    trained = np.diff(steps, prepend=0)
+    records = pd.DataFrame({"label": 0, "iteration": range(6), "epoch": np.array(steps) / 10, "batch": steps,
+                            "seconds": 0.5 * trained, "message_seconds": 0.2 * trained, "objective": 1.0})
+    agg = RunAggregate()
+    agg.add(records.iloc[:3])
+    agg.add(records.iloc[3:])
+    out = agg.records()
+    assert np.isnan(out["seconds_per_batch"].iloc[0])
+    np.testing.assert_allclose(out["seconds_per_batch"].iloc[1:], 0.5)
+    np.testing.assert_allclose(out["message_seconds_per_batch"].iloc[1:], 0.2)
+    np.testing.assert_allclose(agg.bands("seconds_per_batch", "epoch")["median"], [0.5] * 5)
+    np.testing.assert_allclose(out["seconds"], [0.0, 2.0, 2.0, 1.0, 2.0, 0.5])  # the raw window sums stay
+    plotted = plotted_fields(set(agg.fields()))
+    assert "seconds_per_batch" in plotted and "seconds" not in plotted and "message_seconds" not in plotted
+    newton = RunAggregate()  # one-vs-all records (per label, no batches) keep their seconds per iteration
+    newton.add(pd.DataFrame({"label": [0, 0, 1, 1], "iteration": [0, 1, 0, 1], "seconds": 1.0}))
+    assert "seconds_per_batch" not in newton.fields()
+
+
 def test_smoothing_and_downsampling_rules():
     from xcviz.runs.aggregate import downsample, smooth, smoothing_rule
 

@@ -19,6 +19,9 @@ import pandas as pd
 QUANTILES = (0.05, 0.95)
 # iteration 0 is the starting point: it has no step, and its seconds are set-up time
 FROM_FIRST_STEP = frozenset({"step_size", "seconds", "cg_steps"})
+# times a streaming solver (MEMOIR, LDGS) sums over a record's window of batches; the last window of
+# an epoch, or of a cancelled run, holds fewer batches and would dip in a plot: drawn per batch
+PER_BATCH = ("seconds", "query_seconds", "update_seconds", "rescore_seconds", "message_seconds")
 # columns that say where a record is, not what the solver did
 ID_COLUMNS = frozenset({"label", "iteration", "wall", "run", "block"})
 X_AXES = {
@@ -115,14 +118,16 @@ class GroupedQuantiles:
         return self.values[below] + (position - below) * (self.values[above] - self.values[below])
 
 
-def with_derived(batch: pd.DataFrame, n_rows: int | None = None) -> pd.DataFrame:
+def with_derived(batch: pd.DataFrame, n_rows: int | None = None, last_step: float = np.nan) -> pd.DataFrame:
     """A batch of iteration records with the derived fields the plots use: `objective_gap`,
     (f - f_final) / |f_final| per label, left out (NaN) at each label's last iteration where it is
     0 by definition, for one-vs-all batches that hold whole labels (records with an `epoch` come
     from a solver that streams one trajectory over many batches, whose final value is not known
     yet); `active_fraction`, the active set over the `n_rows` training rows, for one-vs-all
     records, whose active set is a set of rows (a streaming solver's is not: LDGS's is the classes
-    it scores per sample, drawn as it is)."""
+    it scores per sample, drawn as it is); and `<field>_per_batch` for the PER_BATCH times of a
+    streaming solver's records (`batch`: the batches trained so far; `last_step`: that of the
+    record before this batch, NaN if none), left out where a record trained no batch."""
     extra = {}
     per_label = "epoch" not in batch
     if {"objective", "label", "iteration"} <= set(batch) and per_label:
@@ -131,6 +136,11 @@ def with_derived(batch: pd.DataFrame, n_rows: int | None = None) -> pd.DataFrame
         extra["objective_gap"] = gap.where(~last)
     if n_rows and "active_set" in batch and per_label:
         extra["active_fraction"] = batch["active_set"] / n_rows
+    if "batch" in batch and not per_label:
+        steps = batch["batch"].to_numpy(np.float64)
+        trained = np.diff(steps, prepend=last_step)
+        trained[~(trained > 0)] = np.nan
+        extra.update({f"{f}_per_batch": batch[f].to_numpy(np.float64) / trained for f in PER_BATCH if f in batch})
     return batch.assign(**extra) if extra else batch
 
 
@@ -153,6 +163,7 @@ class RunAggregate:
         self._epoch = np.zeros(0)  # the epoch each iteration record was taken at, by iteration
         self._wall_max = 0.0
         self._labels: set[int] = set()  # up to two distinct labels: enough to tell one trajectory from many
+        self._last_step = np.nan  # a streaming run's batches trained at its last record (see with_derived)
         self._fields: tuple[int, list[str]] = (-1, [])
         self._bands: dict[tuple[str, str], tuple[int, pd.DataFrame]] = {}
 
@@ -160,7 +171,9 @@ class RunAggregate:
         """Take a new batch of iteration records."""
         if not len(batch):
             return
-        batch = with_derived(batch, self.n_rows)
+        batch = with_derived(batch, self.n_rows, self._last_step)
+        if "batch" in batch:
+            self._last_step = float(batch["batch"].iloc[-1])
         self._batches.append(batch)
         self._records = None
         self.version += 1

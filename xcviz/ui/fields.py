@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..runs.aggregate import PER_BATCH
+
 
 class Field(NamedTuple):
     label: str
@@ -26,6 +28,7 @@ FIELDS: dict[str, Field] = {
     "step_size": Field("line-search multiplier", False),
     "cg_steps": Field("CG steps", False),
     "seconds": Field("seconds per iteration", True),
+    "seconds_per_batch": Field("training seconds per batch", True),
     "duality_gap": Field("duality gap", True),
     "dual_objective": Field("dual objective", False),
     "nnz_search": Field("nnz of the searched w", False),
@@ -38,7 +41,9 @@ FIELDS: dict[str, Field] = {
     "oracle_recall_at_10": Field("oracle recall@10 (rank)", False, "share"),
     "margin_error": Field("margin error", False),
     "query_seconds": Field("oracle query seconds", True),
+    "query_seconds_per_batch": Field("query seconds per batch", True),
     "update_seconds": Field("update seconds", True),
+    "update_seconds_per_batch": Field("update seconds per batch", True),
     "truncation_change": Field("drop of ||W||_2 by a truncation", False),
     "accuracy": Field("validation accuracy (%)", False, "percent"),
     # DS-MLR (xcviz.solvers.dsmlr); the per-worker fields are drawn as bands over workers
@@ -59,10 +64,13 @@ FIELDS: dict[str, Field] = {
     "retrieved": Field("sum |S_j| per sample", True),
     "certified_decomp": Field("decomp certificate share", False, "share"),
     "rescore_seconds": Field("rescoring seconds", True),
+    "rescore_seconds_per_batch": Field("rescoring seconds per batch", True),
     "message_seconds": Field("message-passing seconds", True),
+    "message_seconds_per_batch": Field("message-passing seconds per batch", True),
 }
 # a field that a more telling derived field replaces when both are there
-REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction"}
+REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction",
+               **{f: f"{f}_per_batch" for f in PER_BATCH}}  # a streaming solver's window times
 # one label's trajectory in the label inspector: the first four of these its records hold
 TRAJECTORY = ("objective", "grad_norm", "active_set", "step_size", "duality_gap", "nnz")
 TRAJECTORY_LABELS = {"grad_norm": "gradient norm", **{k: v.label for k, v in FIELDS.items()}}
