@@ -5,10 +5,12 @@ worker trains), runs at a lower CPU priority than interactive work (`lower_prior
 its input files are still inside the run's data folders and unchanged since launch, skips the
 labels whose weights the store already holds (a resumed run), writes each finished block's records
 and weights in one transaction (while it still owns the run), stops between blocks when a cancel is
-requested, and writes the model (partial if cancelled) into the run's folder.
+requested (a multiclass run between batches, asking the store at most 5 times a second), and writes
+the model (partial if cancelled) into the run's folder.
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
@@ -28,6 +30,8 @@ from .inputs import check
 from .spec import RunSpec
 from .store import RESUMABLE, RunStore, SqliteSink, StoreError
 from .summary import metric_summary, model_summary, peak_rss_mb
+
+STORE_INTERVAL = 0.2  # seconds between a multiclass run's progress writes, and between its cancel checks
 
 
 def _versions() -> dict:
@@ -101,16 +105,43 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
         return "failed"
 
 
+class StoreCallbacks:
+    """The progress and stop callbacks of a multiclass run, which calls them after every batch: the
+    progress is written and a cancel looked up at most once per `interval` seconds (the last
+    batch's progress always; `latest` holds the last reported, for the run's final update). Each is
+    a store transaction of 0.4 to 1.6 ms; LDGS's batches of 10 train in 0.7 ms on Bibtex, so asking
+    the store after every batch took most of a background run's time."""
+
+    def __init__(self, store: RunStore, run: str, interval: float = STORE_INTERVAL) -> None:
+        self.store, self.run, self.interval = store, run, interval
+        self.latest: dict = {}
+        self._written = self._asked = -math.inf
+        self._cancel = False
+
+    def progress(self, done: int, total: int) -> None:
+        self.latest = {"done": done, "total": total}
+        now = time.monotonic()
+        if done >= total or now - self._written >= self.interval:
+            self._written = now
+            self.store.update(self.run, **self.latest)
+
+    def stop(self) -> bool:
+        now = time.monotonic()
+        if not self._cancel and now - self._asked >= self.interval:
+            self._asked = now
+            self._cancel = self.store.cancel_requested(self.run)
+        return self._cancel
+
+
 def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -> str:
     """A multiclass run trains all classes at once: a resumed run starts again from scratch (its
     earlier records are dropped), a cancelled one keeps the model of its last finished batch."""
     store.clear_records(run)
+    callbacks = StoreCallbacks(store, run)
     with cluster_client(spec.cluster, spec.threads) as cluster:
         model = get_solver(spec.solver).fit(
             *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
-            recorder=SqliteSink(store, run), run=run,
-            progress=lambda done, total: store.update(run, done=done, total=total),
-            stop=lambda: store.cancel_requested(run),
+            recorder=SqliteSink(store, run), run=run, progress=callbacks.progress, stop=callbacks.stop,
             validation=None if test is None else fit_validation(test, spec.solver),
             **({"cluster": cluster} if cluster else {}))
     keep_labels(model, train)
@@ -120,7 +151,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     if status == "done" and test is not None:
         summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))
     summary["peak_rss_mb"] = peak_rss_mb()
-    store.update(run, status=status, ended=time.time(), summary=summary)
+    store.update(run, status=status, ended=time.time(), summary=summary, **callbacks.latest)
     return status
 
 
