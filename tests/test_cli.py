@@ -185,3 +185,28 @@ def test_train_memoir_json_has_the_multiclass_summary(capsys, tmp_path):
     assert summary["peak_rss_mb"] > 50
     code, _, err = _run(capsys, "train", "bibtex", "--solver", "memoir", "--oracle", "nope")
     assert code == 2 and "oracle" in err
+
+
+def test_the_progress_bar_redraws_ten_times_a_second_and_at_the_end():
+    """A multiclass solver reports after every batch (LDGS's a millisecond apart): the bar draws the
+    first report, then at most one per 0.1 s, and always the last, with its newline."""
+    import io
+    import time
+
+    from xcviz.cli import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    bar = ProgressBar("batches", out)
+    start, done = time.monotonic(), 0
+    while time.monotonic() - start < 0.25:
+        done += 1
+        bar(done, 10**9)
+    draws = out.getvalue().split("\r")[1:]
+    assert done > 100 and 2 <= len(draws) <= 4, (done, len(draws))
+    assert draws[0].startswith("[") and " 1/1000000000 batches" in draws[0]
+    bar(10**9, 10**9)
+    assert out.getvalue().endswith("\n") and " 1000000000/1000000000 batches" in out.getvalue().split("\r")[-1]

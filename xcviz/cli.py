@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -25,18 +26,23 @@ _USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSEr
 
 
 class ProgressBar:
-    """A one-line progress bar with labels done, elapsed time and ETA, on a terminal only."""
+    """A one-line progress bar with labels done, elapsed time and ETA, on a terminal only, redrawn
+    at most 10 times a second (a multiclass solver reports after every batch, LDGS's a millisecond
+    apart) and at the end."""
 
     def __init__(self, what: str, stream=sys.stderr) -> None:
         self.what = what
         self.stream = stream
         self.enabled = stream.isatty()
         self.t0 = time.monotonic()
+        self.drawn = -math.inf
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
+        now = time.monotonic()
+        if not self.enabled or (done < total and now - self.drawn < 0.1):
             return
-        elapsed = time.monotonic() - self.t0
+        self.drawn = now
+        elapsed = now - self.t0
         eta = elapsed / done * (total - done) if done else float("nan")
         width = 30
         fill = int(width * done / max(total, 1))
