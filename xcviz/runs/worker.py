@@ -106,11 +106,11 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
 
 
 class StoreCallbacks:
-    """The progress and stop callbacks of a multiclass run, which calls them after every batch: the
-    progress is written and a cancel looked up at most once per `interval` seconds (the last
-    batch's progress always; `latest` holds the last reported, for the run's final update). Each is
-    a store transaction of 0.4 to 1.6 ms; LDGS's batches of 10 train in 0.7 ms on Bibtex, so asking
-    the store after every batch took most of a background run's time."""
+    """The progress and stop callbacks of a multiclass run (MEMOIR and LDGS call them after every
+    batch): the progress is written and a cancel looked up at most once per `interval` seconds (the
+    last batch's progress always; `latest` holds the last reported, for the run's final update).
+    Each is a store transaction of 0.4 to 1.6 ms; LDGS's batches of 10 train in 0.7 ms on Bibtex, so
+    asking the store after every batch took most of a background run's time."""
 
     def __init__(self, store: RunStore, run: str, interval: float = STORE_INTERVAL) -> None:
         self.store, self.run, self.interval = store, run, interval
