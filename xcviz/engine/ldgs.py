@@ -815,6 +815,33 @@ def estimate(Z, is_pos, count, tau2, loss, mu, coef, value, n_active):
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def exact_estimate(S, pos_ptr, pos_idx, tau2, loss, mu, U, coef, count, value, n_active):
+    """The exact estimator's output from all K scores S: the loss (value[i]) and the gradient's
+    support, U[i, :count[i]] the classes with a non-zero dL/dz in increasing order and coef[i,
+    :count[i]] their dL/dz (compacted in place from the dense row, while it is in cache), so that
+    the update reads the support alone and not all K coefficients; n_active[i] = the support above
+    tau2."""
+    n, K = S.shape
+    for i in prange(n):
+        pos = np.zeros(K, np.bool_)
+        for p in range(pos_ptr[i], pos_ptr[i + 1]):
+            pos[pos_idx[p]] = True
+        extra = np.empty(1)
+        g = coef[i]
+        value[i] = loss_grad(S[i], pos, loss, mu, g, extra)
+        c, m = 0, 0
+        for k in range(K):
+            v = g[k]
+            if v != 0.0:
+                g[c] = v
+                U[i, c] = k
+                c += 1
+                m += abs(v) > tau2
+        count[i] = c
+        n_active[i] = m
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def exact_loss_grad(S, pos_ptr, pos_idx, loss, mu, grad, value, level):
     """The exact loss (value), gradient (grad, n x K) and entering level (see loss_grad) of score rows S."""
     n, K = S.shape

@@ -1,7 +1,8 @@
 """LDGS's four gradient estimators over a batch: exact, sampled, mips (Algorithm 1) and decomp
 (Algorithm 2), all returning the candidate set U of every sample with the estimated dL/dz on it.
 
-exact: U = all K classes (the scores of a batch in one pass over W). sampled: the positives plus
+exact: all K classes scored (a batch in one pass over W); U = the gradient's support (its
+non-zero classes). sampled: the positives plus
 K/100 classes drawn uniformly (sampled softmax, Jean et al. 2014), rescored exactly. mips: the top
 Q classes of one spherical-clustering index over the whole phi(x), scored by the search itself, plus
 the positives. decomp: the top Q classes S_j of each of B block indexes (over h/B coordinates each)
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.ldgs import all_scores, certify, complete_scores, estimate, exact_loss_grad, rescore, search_estimate
+from ..engine.ldgs import all_scores, certify, complete_scores, estimate, exact_estimate, rescore, search_estimate
 from ..oracles.block_index import BlockSphericalIndex
 
 ESTIMATORS = ("exact", "sampled", "mips", "decomp")
@@ -53,7 +54,6 @@ class Estimator:
         self.q, self.steps, self.tau2, self.sample = q, steps, tau2, sample
         self.index, self.restrict = index, restrict
         self.rng = np.random.default_rng([seed, 7])
-        self._all: np.ndarray | None = None  # exact: every class id, one row per sample
 
     def __call__(self, phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, clock: dict,
                  with_certificate: bool = False, rng: np.random.Generator | None = None) -> Estimate:
@@ -70,16 +70,13 @@ class Estimator:
         scores = np.empty((n, K))
         all_scores(self.W, phi, scores)
         t1 = time.perf_counter()
-        coef = np.empty((n, K))
-        value, level = np.empty(n), np.empty(n)
-        exact_loss_grad(scores, pos_ptr, pos_idx, self.loss, self.mu, coef, value, level)
-        n_active = (np.abs(coef) > self.tau2).sum(axis=1)
+        U, coef = np.empty((n, K), np.int64), np.empty((n, K))
+        count, value, n_active = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+        exact_estimate(scores, pos_ptr, pos_idx, self.tau2, self.loss, self.mu, U, coef, count, value, n_active)
         t2 = time.perf_counter()
         clock["rescore_seconds"] += t1 - t0
         clock["message_seconds"] += t2 - t1
-        if self._all is None or self._all.shape[0] < n:
-            self._all = np.tile(np.arange(K, dtype=np.int64), (n, 1))
-        return Estimate(self._all[:n], np.full(n, K), coef, value, n_active, np.full(n, K))
+        return Estimate(U, count, coef, value, n_active, np.full(n, K))
 
     def _sampled(self, phi, pos_ptr, pos_idx, clock, rng) -> Estimate:
         n, h = phi.shape
