@@ -814,6 +814,15 @@ def estimate(Z, is_pos, count, tau2, loss, mu, coef, value, n_active):
         n_active[i] = m
 
 
+@njit(cache=True, nogil=True)
+def _row_loss_grad(S, pos_ptr, pos_idx, i, loss, mu, grad, extra):
+    """`loss_grad` of the full score row S[i] (all K classes), its positives flagged from pos_idx."""
+    pos = np.zeros(S.shape[1], np.bool_)
+    for p in range(pos_ptr[i], pos_ptr[i + 1]):
+        pos[pos_idx[p]] = True
+    return loss_grad(S[i], pos, loss, mu, grad, extra)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def exact_estimate(S, pos_ptr, pos_idx, tau2, loss, mu, U, coef, count, value, n_active):
     """The exact estimator's output from all K scores S: the loss (value[i]) and the gradient's
@@ -823,12 +832,8 @@ def exact_estimate(S, pos_ptr, pos_idx, tau2, loss, mu, U, coef, count, value, n
     tau2."""
     n, K = S.shape
     for i in prange(n):
-        pos = np.zeros(K, np.bool_)
-        for p in range(pos_ptr[i], pos_ptr[i + 1]):
-            pos[pos_idx[p]] = True
-        extra = np.empty(1)
         g = coef[i]
-        value[i] = loss_grad(S[i], pos, loss, mu, g, extra)
+        value[i] = _row_loss_grad(S, pos_ptr, pos_idx, i, loss, mu, g, np.empty(1))
         c, m = 0, 0
         for k in range(K):
             v = g[k]
@@ -844,13 +849,9 @@ def exact_estimate(S, pos_ptr, pos_idx, tau2, loss, mu, U, coef, count, value, n
 @njit(cache=True, nogil=True, parallel=True)
 def exact_loss_grad(S, pos_ptr, pos_idx, loss, mu, grad, value, level):
     """The exact loss (value), gradient (grad, n x K) and entering level (see loss_grad) of score rows S."""
-    n, K = S.shape
-    for i in prange(n):
-        pos = np.zeros(K, np.bool_)
-        for p in range(pos_ptr[i], pos_ptr[i + 1]):
-            pos[pos_idx[p]] = True
+    for i in prange(S.shape[0]):
         extra = np.empty(1)
-        value[i] = loss_grad(S[i], pos, loss, mu, grad[i], extra)
+        value[i] = _row_loss_grad(S, pos_ptr, pos_idx, i, loss, mu, grad[i], extra)
         level[i] = extra[0]
 
 
