@@ -1,5 +1,6 @@
 """MEMOIR: lazy scaling against explicit dense scaling, the averaged iterate, the exact oracle
 against brute force, separable data, l1 sparsity, thread independence, records and bad input."""
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from xcviz.data.synthetic import generate
 from xcviz.data.transforms import l2_normalize, replicate_multiclass
 from xcviz.engine.exact_search import uniform_other
 from xcviz.oracles.exact import ExactOracle
+from xcviz.oracles.indexed import IndexedOracle
 from xcviz.oracles.registry import ORACLES, make_oracle
 from xcviz.oracles.static import StaticVectors
 from xcviz.runs.sinks import MemorySink
@@ -296,6 +298,26 @@ def test_a_fold_of_the_store_keeps_the_oracle_index_consistent(name):
     fresh = make_oracle(name, seed=1)
     fresh.build(store)
     assert np.array_equal(kept.query(Q, exclude), fresh.query(Q, exclude))
+
+
+def test_a_decay_past_float32_keeps_the_hnsw_oracle_searching(monkeypatch):
+    """MEMOIR's l2 steps with the paper's lam = 1 and large batches shrink W past 1e-38 within 20
+    epochs. The HNSW oracle reads rows in the units it was built in (divided by the product of the
+    store's folds, `rescale`) and hands them to hnswlib as float32: it must index them afresh before
+    they leave float32's range. It did not (it waited for 1e-100): the sketches overflowed to inf
+    (numpy's overflow warning) and hnswlib then failed the run ("Cannot return the results in a
+    contiguous 2D array")."""
+    folds: list[float] = []
+    rescale = IndexedOracle.rescale
+    monkeypatch.setattr(IndexedOracle, "rescale", lambda self, f: (folds.append(f), rescale(self, f)))
+    ds = generate(600, 200, 40, multiclass=True, seed=3)
+    sink = MemorySink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fit_memoir(ds.X, ds.Y, MemoirParams(oracle="hnsw", lam=1.0, epochs=20, batch_size=200), threads=1,
+                   recorder=sink)
+    assert np.prod(folds) < 1e-38  # the decay this test is about happened
+    assert sink.iterations["oracle_recall"].min() > 0.9
 
 
 def test_the_exact_oracle_stays_exact_between_index_updates(small):

@@ -14,7 +14,9 @@ from .base import ClassVectors
 from .sketch import Sketch
 
 READ_BLOCK = 8192
-FRAME_FLOOR = 1e-100
+# rows are read divided by the frame (see `rescale`): below this the index is built again, so that
+# they stay far inside float32's range (HNSW's graph holds float32 sketches; 3.4e38 at most)
+FRAME_FLOOR = 1e-20
 
 
 class IndexedOracle:
@@ -62,7 +64,7 @@ class IndexedOracle:
         if not factor > 0.0:
             raise ValueError(f"rescale factor must be positive, got {factor}")
         self._frame *= float(factor)
-        if self._frame < FRAME_FLOOR:  # before 1 / frame overflows: index the rows as they are now
+        if self._frame < FRAME_FLOOR:  # before rows / frame leave float32: index the rows as they are now
             self.build(self.vectors)
 
     def query(self, X: sp.spmatrix, exclude: np.ndarray | None = None, draw: int | None = None) -> np.ndarray:
