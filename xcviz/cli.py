@@ -22,7 +22,8 @@ from .models import ModelFormatError
 from .ui.text import printable
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
-_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error)
+_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error,
+                MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
 
 
 class ProgressBar:

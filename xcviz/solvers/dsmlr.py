@@ -39,10 +39,16 @@ from ..engine.sparse import prepare_rows
 from ..engine.threads import using_threads
 from ..metrics import macro_f1
 from ..models import SparseModel
+from .memory_check import check_fits
 from .params import param_dict
 from .warmup import code_paths, warm_once
 
 MODES = ("sync", "async", "lbfgs", "lc")
+LBFGS_MEMORY = 10  # L-BFGS-B's stored corrections (scipy's maxcor)
+# W's copies at the peak: W and its step state (measured: data + 2 x W for sync, async and LC), or for
+# L-BFGS-B its workspace of (2 m + 5) vectors of W's size besides W, the gradient and the point
+# (measured: 24 x W at m = 10)
+LBFGS_COPIES = 2 * LBFGS_MEMORY + 4
 B_QUANTILES = {"b_p05": 0.05, "b_p50": 0.5, "b_p95": 0.95}
 D_QUANTILES = {"d_p50": 0.5, "d_p95": 0.95, "d_max": 1.0}
 # shared by every worker's row of an outer iteration
@@ -344,6 +350,10 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
     G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
     values = param_dict(p)
     n_classes = prob.n_classes
+    copies = LBFGS_COPIES if p.mode == "lbfgs" else 2
+    check_fits(f"DS-MLR's dense weights ({n_classes:,} classes x {prob.dim:,} features, {copies} copies in mode "
+               f"{p.mode!r})", copies * 8 * n_classes * prob.dim,
+               "train fewer classes or features, or a solver with a sparse model (dismec, ppdsparse, memoir)")
     st = State(np.zeros((n_classes, prob.dim)), np.ones(n_classes), np.full(prob.n_rows, -np.log(n_classes)))
 
     with using_threads(threads) as n_threads:
@@ -529,7 +539,7 @@ def _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start):
             raise StopIteration
 
     result = minimize(counted, st.V.ravel(), jac=True, method="L-BFGS-B", callback=callback,
-                      options={"maxiter": p.epochs, "maxcor": 10, "gtol": 1e-10, "ftol": 1e-14})
+                      options={"maxiter": p.epochs, "maxcor": LBFGS_MEMORY, "gtol": 1e-10, "ftol": 1e-14})
     st.V[:] = result.x.reshape(st.V.shape)
     _phase_b(prob, st)
     return float(result.fun), state["iter"], state["cancelled"], st

@@ -1,0 +1,65 @@
+"""A dense model that cannot fit is refused before it is allocated, with its size and the memory
+available (DS-MLR keeps W dense: K x D doubles, twice, or 24 times for L-BFGS-B)."""
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import xcviz
+from xcviz.solvers import memory_check
+from xcviz.solvers.memory_check import _cgroup_headroom, _meminfo_available, available_bytes
+
+
+def test_the_available_memory_is_read_from_meminfo_and_the_cgroup(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20480000 kB\n")
+    assert _meminfo_available(meminfo) == 20480000 * 1024
+    assert _meminfo_available(tmp_path / "absent") is None
+    cgroup = tmp_path / "cgroup"
+    group = tmp_path / "fs" / "user.slice" / "job"
+    group.mkdir(parents=True)
+    (tmp_path / "cgroup").write_text("0::/user.slice/job\n")
+    (group / "memory.max").write_text("1073741824\n")
+    (group / "memory.current").write_text("73741824\n")
+    assert _cgroup_headroom(cgroup, tmp_path / "fs") == 1_000_000_000
+    (group / "memory.max").write_text("max\n")
+    assert _cgroup_headroom(cgroup, tmp_path / "fs") is None
+    if sys.platform == "linux":  # this machine: something, and no more than it has
+        total = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024
+        assert 0 < available_bytes() <= total
+
+
+def _problem(n_classes: int, n_features: int):
+    rng = np.random.default_rng(0)
+    X = sp.random(60, n_features, density=min(1.0, 5 / n_features), format="csr", random_state=1)
+    y = rng.integers(0, n_classes, 60)
+    return X, sp.csr_matrix((np.ones(60), y, np.arange(61)), shape=(60, n_classes))
+
+
+def test_dsmlr_refuses_weights_beyond_the_available_memory(monkeypatch):
+    X, Y = _problem(40, 500)  # W: 40 x 501 doubles (the bias feature), 160 kB
+    monkeypatch.setattr(memory_check, "available_bytes", lambda: 1_000_000)
+    xcviz.train((X, Y), "dsmlr", threads=1, epochs=1)  # 2 copies, 0.32 MB: fits
+    with pytest.raises(ValueError, match=r"DS-MLR's dense weights \(40 classes x 501 features, 24 copies in mode "
+                                         r"'lbfgs'\) needs about 0\.0 GiB, more than the 0\.0 GiB"):
+        xcviz.train((X, Y), "dsmlr", threads=1, epochs=1, mode="lbfgs")  # 24 copies, 3.8 MB
+
+
+def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):
+    """A real process on a file whose W would take twice the memory this machine has available: the
+    command fails at once with the sizes, no traceback, no allocation."""
+    available = available_bytes()
+    # D within what a training file may declare beyond its entries (2^20); 2 copies of W: twice what is available
+    n_classes = max(4000, math.ceil(available / (8 * 2**19)))
+    n_features = math.ceil(available / (8 * n_classes))
+    path = tmp_path / "wide_train.txt"
+    rows = [f"{i % n_classes} {i}:1 {n_features - 1 - i}:0.5" for i in range(50)]
+    path.write_text(f"50 {n_features} {n_classes}\n" + "\n".join(rows) + "\n")
+    out = subprocess.run([sys.executable, "-m", "xcviz.cli", "train", str(path), "--solver", "dsmlr", "--threads", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.startswith("xcviz: error: DS-MLR's dense weights (") and "Traceback" not in out.stderr
+    assert "more than the" in out.stderr and "a solver with a sparse model" in out.stderr
