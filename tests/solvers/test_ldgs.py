@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from xcviz.api import evaluate
 from xcviz.cli import main
+from xcviz.data import load
 from xcviz.data.synthetic import generate, split
 from xcviz.embedding_model import EmbeddingModel, load_model
 from xcviz.engine.ldgs import CE, MARGIN, embedding_gradient, forward
@@ -16,7 +18,7 @@ from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.runs.sinks import MemorySink
-from xcviz.solvers.ldgs import LdgsParams, default_retrieve, fit_ldgs
+from xcviz.solvers.ldgs import LdgsParams, dealt_components, default_retrieve, fit_ldgs
 from xcviz.solvers.ldgs_search import Estimator, block_bounds
 
 CI = bool(os.environ.get("CI"))
@@ -222,6 +224,25 @@ def test_the_default_q_scales_with_the_positives_on_multi_label_data():
     assert default_retrieve(159, 2.38, True) == 39  # Bibtex: 3 x 13
     assert default_retrieve(159, 2.0, True) == 26
     assert default_retrieve(983, 40.0, True) == 983  # capped at K
+
+
+def test_the_svd_components_are_dealt_to_the_blocks_in_turn():
+    assert dealt_components(block_bounds(16, 4)).tolist() == [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
+    assert dealt_components(block_bounds(10, 4)).tolist() == [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]  # blocks of 2, 3, 3, 2
+    assert dealt_components(block_bounds(7, 1)).tolist() == list(range(7))
+
+
+def test_decomp_is_as_accurate_as_exact_on_bibtex():
+    """The paper's claim on the bundled data, with the defaults (B = 4 blocks of 32 SVD components
+    dealt in turn, T = 1): after 3 epochs decomp's P@1 on the whole test split is within half a point
+    of exact's (56.78 and 56.42 when written). With the components in contiguous blocks it was 55.51:
+    the last block's search ranked classes by the smallest components, mostly noise."""
+    train, test = load("bibtex")
+    p1 = {}
+    for gradient in ("exact", "decomp"):
+        model = fit_ldgs(train.X, train.Y, LdgsParams(gradient=gradient, epochs=3), threads=2)
+        p1[gradient] = evaluate(model, test, train, threads=2)["p@1"]
+    assert p1["decomp"] > p1["exact"] - 0.5, p1
 
 
 def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):

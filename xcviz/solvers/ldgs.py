@@ -145,6 +145,26 @@ def svd_basis(X: sp.csr_matrix, h: int, seed: int) -> np.ndarray:
     return np.ascontiguousarray((vt * signs[:, None]).T)
 
 
+def dealt_components(bounds: np.ndarray) -> np.ndarray:
+    """Column order of an SVD basis (largest component first) that deals its components to the
+    blocks (contiguous columns bounds[j]..bounds[j+1]) in turn, like cards: block j gets components
+    j, j + B, j + 2B, ... So every block holds a like share of the spectrum, where contiguous blocks
+    left the first with most of the score variance and the last with almost none: a block's search
+    then ranked the classes by noise, and decomp (T = 1) fell 1.3 P@1 points under exact on Bibtex and
+    6 on a K = 100,000 multi-label problem, 0.7 under mips at K = 50,000 (README, "Balanced blocks").
+    The allocation of principal components to subspaces in optimised product quantisation (Ge et
+    al., 2013), in its simplest form."""
+    sizes = np.diff(bounds)
+    dealt: list[list[int]] = [[] for _ in sizes]
+    j = 0
+    for c in range(int(sizes.sum())):
+        while len(dealt[j]) == sizes[j]:
+            j = (j + 1) % sizes.size
+        dealt[j].append(c)
+        j = (j + 1) % sizes.size
+    return np.concatenate([np.array(d, np.int64) for d in dealt])
+
+
 def class_means(phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, K: int) -> np.ndarray:
     """K x h: row k the mean of phi over the rows with label k (zero for a class without rows)."""
     rows = np.repeat(np.arange(phi.shape[0]), np.diff(pos_ptr))
@@ -281,6 +301,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
     h = V.shape[1]
     if not 1 <= B <= h:
         raise ValueError(f"blocks must be between 1 and the embedding dimension {h}, got {B}")
+    if p.embedding == "svd":  # every block a like share of the spectrum (see dealt_components)
+        V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
     tanh = p.tanh and p.embedding == "learned"
     Xi = (Xr.indptr.astype(np.int64), Xr.indices.astype(np.int64), Xr.data)
 
