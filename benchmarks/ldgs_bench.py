@@ -11,8 +11,8 @@ seconds; the final model is evaluated on the whole test split. For the equal-tim
 sampled, mips and the margin-loss sampler are retrained without records for decomp's training
 seconds (as many epochs as fit) and evaluated on the whole test split too, and the speed target
 is the ratio of the medians of five alternated runs of exact and decomp. Each problem adds
-variants of decomp (unrestricted message passing; on Bibtex the Q of the multiclass rule) to show
-where its time and its accuracy go.
+variants (decomp's unrestricted message passing and its contiguous blocks; on Bibtex decomp and mips
+with the former multi-label Q) to show where decomp's time and accuracy go.
 """
 from __future__ import annotations
 
@@ -32,10 +32,13 @@ PROBLEMS = {
 }
 VARIANTS = {  # extra rows: label -> parameters
     "synthetic K=50k": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
+                        "decomp, contiguous blocks": {"gradient": "decomp", "deal": False},
                         SAMPLED_MARGIN: {"gradient": "sampled"}},
     "bibtex": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
+               "decomp, contiguous blocks": {"gradient": "decomp", "deal": False},
                SAMPLED_MARGIN: {"gradient": "sampled"},
-               "decomp, Q = 13 (without the multi-label factor)": {"gradient": "decomp", "retrieve": 13}},
+               "decomp, Q = 39 (the former multi-label rule)": {"gradient": "decomp", "retrieve": 39},
+               "mips, Q = 39 (the former multi-label rule)": {"gradient": "mips", "retrieve": 39}},
 }
 COMMON = {"records_per_epoch": 2, "sample_size": 100}
 SCALING_K = (10_000, 50_000, 100_000, 200_000)  # the speed ratio against K: the synthetic problem's K

@@ -63,6 +63,9 @@ class LdgsParams(param.Parameterized):
         "features); learned: phi(x) = V^T x, V trained jointly with W."))
     dim = param.Integer(default=0, bounds=(0, 4096), doc="Embedding dimension h; 0 = 128 (svd) or 100 (learned).")
     tanh = param.Boolean(default=False, doc="learned: phi(x) = tanh(V^T x) instead of V^T x.")
+    deal = param.Boolean(default=True, doc=(
+        "svd: deal the components (largest first) to decomp's blocks in turn, so that every block holds a "
+        "like share of the spectrum; off: contiguous blocks, the largest components all in the first."))
     mu = param.Number(default=0.0, bounds=(0.0, 1e3), doc=(
         "Smoothing mu of the margin loss; 0 = the paper's (1 multiclass, 5 multi-label)."))
     eta0 = param.Number(default=1.0, bounds=(1e-8, 1e3), doc=(
@@ -79,8 +82,7 @@ class LdgsParams(param.Parameterized):
     tau2 = param.Number(default=1e-3, bounds=(0.0, 1.0), doc=(
         "Threshold of the active set A and of a gradient's support (recall, certificate)."))
     retrieve = param.Integer(default=0, bounds=(0, 10**8), doc=(
-        "Q, classes kept per index query; 0 = max(sqrt K, K/100), times the mean number of positives "
-        "per row rounded up on multi-label data (see default_retrieve)."))
+        "Q, classes kept per index query; 0 = max(sqrt K, K/100) (see default_retrieve)."))
     clusters = param.Integer(default=100, bounds=(1, 10**6), doc=(
         "Spherical k-means clusters per index (the paper's 100)."))
     probes = param.Integer(default=0, bounds=(0, 10**6), doc=(
@@ -120,17 +122,12 @@ def _take(pos_ptr: np.ndarray, pos_idx: np.ndarray, rows: np.ndarray) -> tuple[n
     return take_rows(pos_ptr, pos_idx, np.asarray(rows, np.int64))
 
 
-def default_retrieve(K: int, mean_positives: float, multilabel: bool) -> int:
-    """The default Q: max(sqrt K, K/100) (the paper's batch query, at least sqrt K so that K/C <= Q
-    and C <= Q can hold), times ceil(mean |P|) on multi-label data, capped at K. Why the factor:
-    every positive brings its own confusable negatives, so the exact margin gradient's support grows
-    with |P| (Bibtex: 28 classes above tau2 for 2.4 positives on average), and a search that keeps
-    fewer classes than that support cannot find it: on Bibtex, Q = 13 left decomp 8.0 P@1 points
-    under exact after 3 epochs, Q = 26 1.2 points, Q = 39 (this rule) 0.9 (README)."""
-    q = max(int(np.ceil(np.sqrt(K))), K // 100)
-    if multilabel:
-        q *= max(1, int(np.ceil(mean_positives - 1e-9)))
-    return min(q, K)
+def default_retrieve(K: int) -> int:
+    """The default Q: max(sqrt K, K/100), the paper's batch query of K/100, at least sqrt K so that
+    K/C <= Q and C <= Q can hold; capped at K. The same on multi-label data: a factor of the mean
+    number of positives, once needed by decomp's contiguous blocks on Bibtex, only slowed it once
+    the SVD components were dealt to the blocks (README, "Balanced blocks")."""
+    return min(max(int(np.ceil(np.sqrt(K))), K // 100), K)
 
 
 def svd_basis(X: sp.csr_matrix, h: int, seed: int) -> np.ndarray:
@@ -301,7 +298,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
     h = V.shape[1]
     if not 1 <= B <= h:
         raise ValueError(f"blocks must be between 1 and the embedding dimension {h}, got {B}")
-    if p.embedding == "svd":  # every block a like share of the spectrum (see dealt_components)
+    if p.embedding == "svd" and p.deal:  # every block a like share of the spectrum (see dealt_components)
         V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
     tanh = p.tanh and p.embedding == "learned"
     Xi = (Xr.indptr.astype(np.int64), Xr.indices.astype(np.int64), Xr.data)
@@ -315,7 +312,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
 
         fixed = forward(*Xi, V, tanh) if p.embedding == "svd" else None
         W = class_means(fixed if fixed is not None else forward(*Xi, V, tanh), pos_ptr, pos_idx, K)
-        q = p.retrieve or default_retrieve(K, pos_idx.size / n, multilabel)
+        q = p.retrieve or default_retrieve(K)
         q = min(q, K)
         common = dict(loss=loss, mu=mu, q=q, steps=p.steps, tau2=p.tau2, sample=min(K, p.sampled or max(1, K // 100)),
                       seed=p.seed, restrict=p.restrict)
