@@ -246,7 +246,7 @@ def render(results: dict) -> list[str]:
         checks += [
             f"- {name}: decomp {speed:.1f}x faster per epoch than exact (median of alternated runs; target >= 10x): "
             f"{'met' if speed >= 10 else 'missed'}.",
-            f"- {name}: decomp within {abs(gap):.2f} points of exact after equal epochs (target <= 1): "
+            f"- {name}: decomp {-gap:+.2f} points against exact after equal epochs (target: at most 1 under): "
             f"{'met' if gap <= 1 else 'missed'}.",
             f"- {name}: mips {mips_short:.2f} points below exact; decomp {lead:+.2f} points over mips (target >= 2 "
             f"when mips falls short): " + ("not applicable (mips does not fall short by 1 point)" if mips_short < 1
