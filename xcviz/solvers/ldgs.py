@@ -146,11 +146,10 @@ def dealt_components(bounds: np.ndarray) -> np.ndarray:
     """Column order of an SVD basis (largest component first) that deals its components to the
     blocks (contiguous columns bounds[j]..bounds[j+1]) in turn, like cards: block j gets components
     j, j + B, j + 2B, ... So every block holds a like share of the spectrum, where contiguous blocks
-    left the first with most of the score variance and the last with almost none: a block's search
-    then ranked the classes by noise, and decomp (T = 1) fell 1.3 P@1 points under exact on Bibtex and
-    6 on a K = 100,000 multi-label problem, 0.7 under mips at K = 50,000 (README, "Balanced blocks").
-    The allocation of principal components to subspaces in optimised product quantisation (Ge et
-    al., 2013), in its simplest form."""
+    left the first with most of the score variance and the last with almost none: the last blocks'
+    searches ranked the classes by noise, and decomp (T = 1) fell 10 P@1 points under exact on
+    Bibtex (README, "Balanced blocks"). The allocation of principal components to subspaces in
+    optimised product quantisation (Ge et al., 2013), in its simplest form."""
     sizes = np.diff(bounds)
     dealt: list[list[int]] = [[] for _ in sizes]
     j = 0
