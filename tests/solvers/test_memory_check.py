@@ -21,7 +21,7 @@ def test_the_available_memory_is_read_from_meminfo_and_the_cgroup(tmp_path):
     cgroup = tmp_path / "cgroup"
     group = tmp_path / "fs" / "user.slice" / "job"
     group.mkdir(parents=True)
-    (tmp_path / "cgroup").write_text("0::/user.slice/job\n")
+    cgroup.write_text("0::/user.slice/job\n")
     (group / "memory.max").write_text("1073741824\n")
     (group / "memory.current").write_text("73741824\n")
     assert _cgroup_headroom(cgroup, tmp_path / "fs") == 1_000_000_000
@@ -52,6 +52,8 @@ def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):
     """A real process on a file whose W would take twice the memory this machine has available: the
     command fails at once with the sizes, no traceback, no allocation."""
     available = available_bytes()
+    if available is None:
+        pytest.skip("this system says nothing of its available memory (no /proc/meminfo)")
     # D within what a training file may declare beyond its entries (2^20); 2 copies of W: twice what is available
     n_classes = max(4000, math.ceil(available / (8 * 2**19)))
     n_features = math.ceil(available / (8 * n_classes))
