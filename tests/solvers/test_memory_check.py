@@ -4,11 +4,10 @@ import math
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import xcviz
+from xcviz.data.synthetic import generate
 from xcviz.solvers import memory_check
 from xcviz.solvers.memory_check import _cgroup_headroom, _meminfo_available, available_bytes
 
@@ -32,20 +31,13 @@ def test_the_available_memory_is_read_from_meminfo_and_the_cgroup(tmp_path):
         assert 0 < available_bytes() <= total
 
 
-def _problem(n_classes: int, n_features: int):
-    rng = np.random.default_rng(0)
-    X = sp.random(60, n_features, density=min(1.0, 5 / n_features), format="csr", random_state=1)
-    y = rng.integers(0, n_classes, 60)
-    return X, sp.csr_matrix((np.ones(60), y, np.arange(61)), shape=(60, n_classes))
-
-
 def test_dsmlr_refuses_weights_beyond_the_available_memory(monkeypatch):
-    X, Y = _problem(40, 500)  # W: 40 x 501 doubles (the bias feature), 160 kB
+    ds = generate(60, 500, 40, multiclass=True, seed=0)  # W: 40 x 501 doubles (the bias feature), 160 kB
     monkeypatch.setattr(memory_check, "available_bytes", lambda: 1_000_000)
-    xcviz.train((X, Y), "dsmlr", threads=1, epochs=1)  # 2 copies, 0.32 MB: fits
+    xcviz.train(ds, "dsmlr", threads=1, epochs=1)  # 2 copies, 0.32 MB: fits
     with pytest.raises(ValueError, match=r"DS-MLR's dense weights \(40 classes x 501 features, 24 copies in mode "
                                          r"'lbfgs'\) needs about 0\.0 GiB, more than the 0\.0 GiB"):
-        xcviz.train((X, Y), "dsmlr", threads=1, epochs=1, mode="lbfgs")  # 24 copies, 3.8 MB
+        xcviz.train(ds, "dsmlr", threads=1, epochs=1, mode="lbfgs")  # 24 copies, 3.8 MB
 
 
 def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):

@@ -45,9 +45,9 @@ from .warmup import code_paths, warm_once
 
 MODES = ("sync", "async", "lbfgs", "lc")
 LBFGS_MEMORY = 10  # L-BFGS-B's stored corrections (scipy's maxcor)
-# W's copies at the peak: W and its step state (measured: data + 2 x W for sync, async and LC), or for
-# L-BFGS-B its workspace of (2 m + 5) vectors of W's size besides W, the gradient and the point
-# (measured: 24 x W at m = 10)
+# W's copies at the peak, measured: data + 2 x W for sync, async and LC; 24 x W for L-BFGS-B at m = 10,
+# its 2 m correction pairs and a few vectors besides (scipy reserves (2 m + 5) W-sized vectors, not all
+# touched)
 LBFGS_COPIES = 2 * LBFGS_MEMORY + 4
 B_QUANTILES = {"b_p05": 0.05, "b_p50": 0.5, "b_p95": 0.95}
 D_QUANTILES = {"d_p50": 0.5, "d_p95": 0.95, "d_max": 1.0}
