@@ -437,24 +437,45 @@ def unit_block_rows(W, classes, lo, hi):
 
 @njit(cache=True, nogil=True)
 def normalised_centroids(sums, sizes, U, assign, seed):
-    """Unit centroids from cluster sums. An empty (or zero) cluster is re-seeded with a hashed pick
-    among the non-zero rows of U that are not alone in their cluster, so no cluster stays dead."""
+    """Unit centroids from cluster sums. An empty (or zero) cluster is re-seeded with a hashed pick,
+    uniform over the non-zero rows of U that are not alone in their cluster, so no cluster stays
+    dead. Uniform, not the first such row after a hashed position: with the non-zero rows packed
+    together (LDGS's frequency-ordered W), that scan landed nearly every pick on one row."""
     n_clusters = sums.shape[0]
     cent = sums.copy()
     n = U.shape[0]
+    eligible = np.empty(0, np.int64)
     for k in range(n_clusters):
         s = _sq(cent[k])
         if sizes[k] > 0 and s > 0.0:
             cent[k] *= 1.0 / np.sqrt(s)
             continue
         cent[k] = 0.0
-        start = np.int64(mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(k) + np.uint64(1)) * _BLOCK) % np.uint64(n))
-        for t in range(n):
-            i = (start + t) % n
-            if sizes[assign[i]] > 1 and _sq(U[i]) > 0.0:
-                cent[k] = U[i]
-                break
+        if eligible.shape[0] == 0:
+            eligible = _eligible_rows(sizes, U, assign)
+        if eligible.shape[0] > 0:
+            pick = mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(k) + np.uint64(1)) * _BLOCK) % np.uint64(eligible.shape[0])
+            cent[k] = U[eligible[np.int64(pick)]]
     return cent
+
+
+@njit(cache=True, nogil=True)
+def _eligible_rows(sizes, U, assign):
+    """The rows a dead cluster may be re-seeded with: non-zero, and not alone in their cluster."""
+    n = U.shape[0]
+    keep = np.zeros(n, np.bool_)
+    for i in range(n):
+        keep[i] = sizes[assign[i]] > 1 and _sq(U[i]) > 0.0
+    return np.flatnonzero(keep)
+
+
+def initial_centroids(U: np.ndarray, n_clusters: int, seed: int) -> np.ndarray:
+    """Spherical k-means' starting centroids: n_clusters rows of U drawn uniformly (seeded) among the
+    non-zero ones when there are enough (a zero row has no direction to start a cluster from), else
+    among all, in row order."""
+    nonzero = np.flatnonzero((U != 0.0).any(axis=1))
+    pool = nonzero if nonzero.size >= n_clusters else np.arange(U.shape[0])
+    return U[np.sort(np.random.default_rng(seed).choice(pool, n_clusters, replace=False))].copy()
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.ldgs import block_live, cone_bound, cone_stats, live_members, search_blocks
-from ..engine.mips import (cluster_sums, move_rows, nearest_centroid, normalised_centroids, unit_block_rows,
-                           unit_rows)
+from ..engine.mips import (cluster_sums, initial_centroids, move_rows, nearest_centroid, normalised_centroids,
+                           unit_block_rows, unit_rows)
 
 
 class _Block:
@@ -35,8 +35,7 @@ class _Block:
         self.ids = np.arange(K, dtype=np.int64)
         self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
         unit_rows(self.unit)
-        start = np.random.default_rng(seed).choice(K, n_clusters, replace=False)
-        self.centroids = self.unit[np.sort(start)].copy()
+        self.centroids = initial_centroids(self.unit, n_clusters, seed)
         for _ in range(kmeans_iter):
             self.lloyd()
         self.changed = 0

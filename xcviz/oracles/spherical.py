@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ..engine.mips import (
     cluster_sums,
     gather_members,
+    initial_centroids,
     members,
     move_rows,
     nearest_centroid,
@@ -70,8 +71,7 @@ class SphericalOracle(IndexedOracle):
         self._unit, _ = self._sketch_classes(self._ids, self._sketch)
         self._length = np.sqrt((self._unit ** 2).sum(axis=1))
         unit_rows(self._unit)
-        start = np.random.default_rng(self.seed).choice(C, K, replace=False)
-        self.centroids = self._unit[np.sort(start)]
+        self.centroids = initial_centroids(self._unit, K, self.seed)
         for _ in range(p.kmeans_iter):
             self._lloyd()
         self._changed = 0

@@ -161,6 +161,19 @@ def dealt_components(bounds: np.ndarray) -> np.ndarray:
     return np.concatenate([np.array(d, np.int64) for d in dealt])
 
 
+def frequency_rank(pos_idx: np.ndarray, K: int) -> np.ndarray:
+    """rank[k] = class k's row in the W the solver trains: the classes by decreasing training
+    frequency (ties by id), so that the rows that can be non-zero (W starts at the class means, and
+    the searches never return a zero row) lie together at the top of W. The searches, the message
+    passing and the updates read those rows scattered over a K x h array otherwise: on the issue's
+    K = 50,000 problem, 1,895 live rows spread over 51 MB cost decomp's message passing a quarter
+    more than the same rows packed. The model returned is in the caller's class order."""
+    order = np.argsort(-np.bincount(pos_idx, minlength=K), kind="stable")
+    rank = np.empty(K, np.int64)
+    rank[order] = np.arange(K)
+    return rank
+
+
 def class_means(phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, K: int) -> np.ndarray:
     """K x h: row k the mean of phi over the rows with label k (zero for a class without rows)."""
     rows = np.repeat(np.arange(phi.shape[0]), np.diff(pos_ptr))
@@ -282,6 +295,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
     Xr = _rows(X, p.normalize)
     n, D = Xr.shape
     pos_ptr, pos_idx, K, multilabel = positives(Y, n)
+    rank = frequency_rank(pos_idx, K)
+    pos_idx = rank[pos_idx]
     if n == 0 or K < 2:
         raise ValueError(f"nothing to train: {n} rows, {K} classes (LDGS needs at least 2)")
     _warm_kernels(p, multilabel, threads)
@@ -326,6 +341,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
         if validation is not None:
             Xv = _rows(_with_columns(validation[0], D), p.normalize)
             v_ptr, v_idx, _, _ = positives(validation[1], Xv.shape[0])
+            v_idx = np.where(v_idx < K, rank[np.minimum(v_idx, K - 1)], v_idx)
             pick = np.sort(np.random.default_rng([p.seed, 2]).choice(Xv.shape[0], min(p.sample_size, Xv.shape[0]),
                                                                      replace=False))
             v_ptr, v_idx = _take(v_ptr, v_idx, pick)
@@ -433,7 +449,7 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
             "n_train": n, "cancelled": cancelled, "embedding_dim": h, "blocks": B, "retrieve": q, "mu": mu,
             "multilabel": multilabel}
     info.update({k: last[k] for k in ("objective", "search_recall", "gradient_cosine") if np.isfinite(last[k])})
-    model = EmbeddingModel(V=V, W=W, tanh=tanh, normalize=p.normalize, solver="ldgs", params=values, info=info)
+    model = EmbeddingModel(V=V, W=W[rank], tanh=tanh, normalize=p.normalize, solver="ldgs", params=values, info=info)
     if recorder is not None:
         recorder.end(info)
     return model
