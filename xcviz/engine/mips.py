@@ -443,19 +443,20 @@ def normalised_centroids(sums, sizes, U, assign, seed):
     together (LDGS's frequency-ordered W), that scan landed nearly every pick on one row."""
     n_clusters = sums.shape[0]
     cent = sums.copy()
-    n = U.shape[0]
     eligible = np.empty(0, np.int64)
+    looked = False
     for k in range(n_clusters):
         s = _sq(cent[k])
         if sizes[k] > 0 and s > 0.0:
             cent[k] *= 1.0 / np.sqrt(s)
             continue
         cent[k] = 0.0
-        if eligible.shape[0] == 0:
+        if not looked:  # once: sizes and U do not change in this loop
             eligible = _eligible_rows(sizes, U, assign)
+            looked = True
         if eligible.shape[0] > 0:
-            pick = mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(k) + np.uint64(1)) * _BLOCK) % np.uint64(eligible.shape[0])
-            cent[k] = U[eligible[np.int64(pick)]]
+            pick = mix64(np.uint64(seed) * _GOLDEN ^ (np.uint64(k) + np.uint64(1)) * _BLOCK)
+            cent[k] = U[eligible[np.int64(pick % np.uint64(eligible.shape[0]))]]
     return cent
 
 
