@@ -89,14 +89,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
+    from .solvers.memory_check import check_fits
     from .data.textio import write_xc
 
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
-    need = GENERATE_BYTES * args.n * (args.avg_nnz + avg_labels)
-    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if need > have:
-        raise ValueError(f"--n {args.n} with --avg-nnz {args.avg_nnz}: about {need / 2**30:,.0f} GiB to generate, "
-                         f"more than this machine's {have / 2**30:,.0f} GiB of memory; choose a smaller --n")
+    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}",
+               int(GENERATE_BYTES * args.n * (args.avg_nnz + avg_labels)), "choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
                   name=Path(args.prefix).name)

@@ -57,3 +57,29 @@ def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stderr.startswith("xcviz: error: DS-MLR's dense weights (") and "Traceback" not in out.stderr
     assert "more than the" in out.stderr and "a solver with a sparse model" in out.stderr
+
+
+def test_generate_refuses_a_data_set_beyond_the_available_memory(monkeypatch, tmp_path, capsys):
+    """`xcviz generate` checks its estimate (40 bytes a stored entry) against the memory available,
+    not the machine's physical memory: a shared machine's other jobs hold the difference."""
+    from xcviz.cli import main
+
+    monkeypatch.setattr(memory_check, "available_bytes", lambda: 1_000_000)  # 1 MB
+    assert main(["generate", str(tmp_path / "small"), "--n", "200", "--d", "50", "--labels", "5"]) == 0  # 0.6 MB
+    assert main(["generate", str(tmp_path / "big"), "--n", "2000", "--d", "50", "--labels", "5"]) == 2  # 6.4 MB
+    err = capsys.readouterr().err
+    assert "generating --n 2000 with --avg-nnz 75 needs about 0.0 GiB, more than the 0.0 GiB" in err
+    assert "choose a smaller --n" in err
+    assert not list(tmp_path.glob("big*"))
+
+
+def test_generate_refuses_in_a_line_what_no_machine_here_holds(tmp_path):
+    """A real process asked for 10^11 rows (about 290 TiB to generate) fails at once: no traceback,
+    no file."""
+    if available_bytes() is None:
+        pytest.skip("this system says nothing of its available memory (no /proc/meminfo)")
+    out = subprocess.run([sys.executable, "-m", "xcviz.cli", "generate", str(tmp_path / "huge"), "--n", str(10**11),
+                          "--d", "100", "--labels", "10"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.startswith("xcviz: error: generating --n 100000000000") and "Traceback" not in out.stderr
+    assert not list(tmp_path.iterdir())
