@@ -93,8 +93,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.textio import write_xc
 
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
-    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}",
-               int(GENERATE_BYTES * args.n * (args.avg_nnz + avg_labels)), "choose a smaller --n")
+    per_row = min(args.avg_nnz, args.d) + min(avg_labels, args.labels)  # a row holds a feature or a label once
+    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", GENERATE_BYTES * args.n * per_row,
+               "choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
                   name=Path(args.prefix).name)

@@ -71,6 +71,12 @@ def test_generate_refuses_a_data_set_beyond_the_available_memory(monkeypatch, tm
     assert "generating --n 2000 with --avg-nnz 75 needs about 0.0 GiB, more than the 0.0 GiB" in err
     assert "choose a smaller --n" in err
     assert not list(tmp_path.glob("big*"))
+    # refused by the generator, in a line that names the value (the estimate counts d features a row at most)
+    for bad, says in (("inf", "must be finite"), ("nan", "must be finite"), ("1e308", "at most 1e9")):
+        assert main(["generate", str(tmp_path / "bad"), "--n", "10", "--d", "5", "--labels", "3", "--avg-nnz", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "avg_nnz" in err and says in err, err
+    assert not list(tmp_path.glob("bad*"))
 
 
 def test_generate_refuses_in_a_line_what_no_machine_here_holds(tmp_path):

@@ -136,6 +136,8 @@ def generate(
     """
     if min(n, d, labels) < 1:
         raise ValueError("n, d and labels must be positive")
+    if not np.isfinite([avg_labels, avg_nnz, zipf]).all():
+        raise ValueError("avg_labels, avg_nnz and zipf must be finite numbers")
     if not multiclass and avg_labels < 1:
         raise ValueError("avg_labels must be at least 1")
     if not multiclass and avg_labels > labels:
@@ -145,6 +147,8 @@ def generate(
         raise ValueError(f"noise must be in [0, 1), got {noise}")
     if avg_nnz <= 0 or zipf < 0:
         raise ValueError("avg_nnz must be positive and zipf non-negative")
+    if avg_nnz > 1e9:  # numpy's Poisson sampler refuses means near 1e19; rows are clipped to d features anyway
+        raise ValueError(f"avg_nnz must be at most 1e9 (a row holds each of the d features once), got {avg_nnz:g}")
     rng = np.random.default_rng(seed)
     Y = _labels(rng, n, labels, 1.0 if multiclass else avg_labels, zipf)
     X = _features(rng, Y, d, avg_nnz, noise)

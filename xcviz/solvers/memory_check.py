@@ -40,7 +40,7 @@ def available_bytes() -> int | None:
     return min(known) if known else None
 
 
-def check_fits(what: str, need: int, advice: str) -> None:
+def check_fits(what: str, need: float, advice: str) -> None:
     """ValueError naming `what`, its `need` in bytes and the memory available, when it exceeds it."""
     available = available_bytes()
     if available is not None and need > available:
