@@ -13,7 +13,9 @@ seconds (as many epochs as fit) and evaluated on the whole test split too, and t
 is the ratio of the medians of five alternated runs of exact and decomp. Each problem adds
 variants (decomp's unrestricted message passing and its contiguous blocks; decomp and mips probing
 the clusters that hold about Q classes, the paper's query size, instead of 5 Q; on Bibtex decomp and
-mips with the former multi-label Q) to show where decomp's time and accuracy go.
+mips with the former multi-label Q) to show where decomp's time and accuracy go. exact, mips and
+decomp train again with seeds 1 and 2 (the SVD, the clusters and the shuffles move with the seed),
+and the accuracy targets are read on seed 0 and on the mean over the three seeds.
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ SCALING = "speed against K"  # its key among bench_ldgs' results
 THREADS = 1
 TIMED = ("exact", "sampled", "mips", SAMPLED_MARGIN)  # retrained, without records, for decomp's training seconds
 SPEED_REPEATS = 4  # extra alternated runs of exact and decomp: the speed target is the ratio of medians
+SEEDS = (0, 1, 2)  # the accuracy targets over seeds (the table's run is seed 0): SVD, clusters and shuffles move
+SEEDED = ("exact", "mips", "decomp")
 TIMED_EPOCHS = 1000  # as many epochs as fit in that time (the step size's schedule does not depend on it)
 
 
@@ -129,6 +133,13 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
                                  threads=THREADS)
                 rows[gradient].setdefault("epoch_runs", [rows[gradient]["epoch_seconds"]])
                 rows[gradient]["epoch_runs"].append(model.info["epoch_seconds"])
+        for seed in SEEDS[1:]:  # the accuracy targets again with other seeds: the clusters' chance moves a run
+            for gradient in SEEDED:
+                model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=epochs, **COMMON, **runs[gradient], seed=seed),
+                                 threads=THREADS)
+                score = evaluate(model, test, train, threads=THREADS)[rows[gradient]["metric"]]
+                rows[gradient].setdefault("seed_quality", [rows[gradient]["quality"]]).append(score)
+                print(name, gradient, "seed", seed, rows[gradient]["seed_quality"][-1], flush=True)
         budget = rows["decomp"]["train_seconds"]
         rows["decomp"]["timed_quality"] = rows["decomp"]["quality"]
         for gradient in TIMED:
@@ -244,9 +255,24 @@ def render(results: dict) -> list[str]:
         lines += [f"Seconds per epoch of exact and decomp over {len(runs['exact'])} alternated runs each (the "
                   "table's run first): exact " + ", ".join(f"{v:.2f}" for v in runs["exact"]) + "; decomp "
                   + ", ".join(f"{v:.2f}" for v in runs["decomp"]) + f"; ratio of medians {speed:.2f}.", ""]
+        seeded = {g: rows[g].get("seed_quality", [rows[g]["quality"]]) for g in SEEDED}
+        n_seeds = len(seeded["exact"])
+        if n_seeds > 1:
+            lines += [f"{rows['exact']['metric']} after equal epochs with seeds " + ", ".join(map(str, SEEDS[:n_seeds]))
+                      + " (seed 0 is the table's; the seed moves the SVD, the clusters and the shuffles): "
+                      + "; ".join(f"{g} " + ", ".join(f"{v:.2f}" for v in q) + f" (mean {np.mean(q):.2f})"
+                                  for g, q in seeded.items()) + ".", ""]
         gap = rows["exact"]["quality"] - rows["decomp"]["quality"]
         mips_short = rows["exact"]["quality"] - rows["mips"]["quality"]
         lead = rows["decomp"]["quality"] - rows["mips"]["quality"]
+        mean = {g: float(np.mean(q)) for g, q in seeded.items()}
+        over_seeds = (f" Mean over {n_seeds} seeds: decomp {mean['decomp'] - mean['exact']:+.2f} against exact "
+                      f"({'met' if mean['exact'] - mean['decomp'] <= 1 else 'missed'})" if n_seeds > 1 else "")
+        short_mean = mean["exact"] - mean["mips"]
+        lead_mean = mean["decomp"] - mean["mips"]
+        mips_over_seeds = (f" Mean over {n_seeds} seeds: mips {short_mean:.2f} below exact, decomp {lead_mean:+.2f} "
+                           "over mips: " + ("not applicable" if short_mean < 1 else "met" if lead_mean >= 2
+                                            else "missed") + "." if n_seeds > 1 else "")
         sampled_t = rows["sampled"]["timed_quality"]
         decomp_t = rows["decomp"]["timed_quality"]
         margin_t = rows[SAMPLED_MARGIN]["timed_quality"]
@@ -254,10 +280,10 @@ def render(results: dict) -> list[str]:
             f"- {name}: decomp {speed:.1f}x faster per epoch than exact (median of alternated runs; target >= 10x): "
             f"{'met' if speed >= 10 else 'missed'}.",
             f"- {name}: decomp {-gap:+.2f} points against exact after equal epochs (target: at most 1 under): "
-            f"{'met' if gap <= 1 else 'missed'}.",
+            f"{'met' if gap <= 1 else 'missed'}." + (over_seeds + "." if over_seeds else ""),
             f"- {name}: mips {mips_short:.2f} points below exact; decomp {lead:+.2f} points over mips (target >= 2 "
             f"when mips falls short): " + ("not applicable (mips does not fall short by 1 point)" if mips_short < 1
-                                           else "met" if lead >= 2 else "missed") + ".",
+                                           else "met" if lead >= 2 else "missed") + "." + mips_over_seeds,
             f"- {name}: at decomp's training time ({budget:.1f} s) sampled softmax {sampled_t:.2f} vs decomp "
             f"{decomp_t:.2f} on the whole test split ({res['n_test']:,} rows; sampled trained "
             f"{rows['sampled']['timed_seconds']:.1f} s, "
