@@ -89,11 +89,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
-    from .solvers.memory_check import check_fits
     from .data.textio import write_xc
+    from .solvers.memory_check import check_fits
 
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
-    per_row = min(args.avg_nnz, args.d) + min(avg_labels, args.labels)  # a row holds a feature or a label once
+    labels_a_row = 1 if args.multiclass else min(avg_labels, args.labels)  # a row holds a label once
+    per_row = min(args.avg_nnz, args.d) + labels_a_row  # and a feature once
     check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", GENERATE_BYTES * args.n * per_row,
                "choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
