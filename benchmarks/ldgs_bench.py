@@ -139,7 +139,7 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
                                  threads=THREADS)
                 score = evaluate(model, test, train, threads=THREADS)[rows[gradient]["metric"]]
                 rows[gradient].setdefault("seed_quality", [rows[gradient]["quality"]]).append(score)
-                print(name, gradient, "seed", seed, rows[gradient]["seed_quality"][-1], flush=True)
+                print(name, gradient, "seed", seed, score, flush=True)
         budget = rows["decomp"]["train_seconds"]
         rows["decomp"]["timed_quality"] = rows["decomp"]["quality"]
         for gradient in TIMED:

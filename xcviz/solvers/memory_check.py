@@ -1,7 +1,8 @@
-"""Refuse a model that cannot fit. A solver that keeps a dense model (DS-MLR's K x D weights)
-checks its estimate against the memory this machine, or its control group, has available before
-it allocates anything: a run on a shared machine then fails at once, with the sizes, instead of
-swapping or waking the kernel's OOM killer for whatever process it picks."""
+"""Refuse what cannot fit. A solver that keeps a dense model (DS-MLR's K x D weights), and `xcviz
+generate` before it draws a data set, check their estimate against the memory this machine, or its
+control group, has available before they allocate anything: a run on a shared machine then fails
+at once, with the sizes, instead of swapping or waking the kernel's OOM killer for whatever process
+it picks."""
 from __future__ import annotations
 
 from pathlib import Path
