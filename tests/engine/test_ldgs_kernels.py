@@ -28,14 +28,20 @@ def _brute_projection(v, pos):
     return res.x
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_bisimplex_projection_matches_a_qp_solver_and_its_kkt_conditions(seed):
+def random_levels(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(v, pos): 3-11 levels, 1-3 of them positive, at a scale by seed % 3 (small: the
+    shared-total case; large: the total capped at 1)."""
     rng = np.random.default_rng(seed)
     m = int(rng.integers(3, 12))
     pos = np.zeros(m, bool)
     pos[rng.choice(m, int(rng.integers(1, 4)), replace=False)] = True
-    scale = [0.2, 1.0, 4.0][seed % 3]  # small: the shared-total case; large: the total capped at 1
-    v = rng.normal(0, scale, m)
+    return rng.normal(0, [0.2, 1.0, 4.0][seed % 3], m), pos
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bisimplex_projection_matches_a_qp_solver_and_its_kkt_conditions(seed):
+    v, pos = random_levels(seed)
+    m = v.size
     tn, tp = bisimplex_thresholds(v[~pos], v[pos])
     alpha = np.where(pos, np.minimum(v - tp, 0.0), np.maximum(v - tn, 0.0)) if np.isfinite(tn) else np.zeros(m)
     brute = _brute_projection(v, pos)  # an interior-point answer: close, and never better than the exact one
