@@ -2,14 +2,16 @@
 
 `initializers-bibtex.png`: the MSI paper's per-iteration plots for the four initializers on Bibtex
 (trains each initializer with a memory sink, lays out the shared band plots of xcviz.ui.bands and
-photographs them as a standalone Bokeh page). `dashboard.png`: the dashboard mid-run (serves it
-over an empty run store, presses Compare for zero and MSI on Bibtex and photographs the page
-while both runs train).
+photographs them as a standalone Bokeh page). `dashboard.png`: the dashboard once the first
+visit's example has run (serves it over an empty run store, presses Compare for zero and MSI on
+Bibtex and photographs the page 4.5 s later, with records in its plots: both Bibtex runs have
+finished by then, as the README says; tests/ui/test_dashboard.py takes the mid-run screenshot).
 Run: .venv/bin/python docs/make_figures.py [initializers] [dashboard] (default: both; needs
 Debian's chromium at /usr/bin/chromium).
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import socket
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 
 import holoviews as hv
+import pandas as pd
 from playwright.sync_api import sync_playwright
 
 import xcviz
@@ -40,6 +43,18 @@ PAGE_TEXT = """() => { const out = []; const walk = (n) => { if (n.nodeType === 
     if (n.shadowRoot) walk(n.shadowRoot); n.childNodes.forEach(walk); }; walk(document.body); return out.join(" "); }"""
 
 
+def _legend_below(plot, element) -> None:
+    """Bokeh hook: the legend HoloViews put below the plot, in one unboxed row from the left."""
+    for legend in plot.state.legend:
+        legend.update(location="top_left", orientation="horizontal", border_line_alpha=0,
+                      background_fill_alpha=0, padding=2, margin=8, spacing=12, label_standoff=4)
+
+
+# each plot's legend below its plot area, outside the data (as on the dashboard); the figure grows
+# by the legend's height, so the plot areas keep about the size they had with the legend inside
+LEGEND_BELOW = dict(legend_position="bottom", legend_cols=4, height=335, hooks=[_legend_below])
+
+
 def figure() -> hv.Layout:
     train, _ = load("bibtex")
     iterations, labels = {}, {}
@@ -51,11 +66,21 @@ def figure() -> hv.Layout:
         it["active_fraction"] = it["active_set"] / train.n
         iterations[init], labels[init] = it, sink.labels
     unfinished = {k: v[v.objective_gap > 0] for k, v in iterations.items()}  # the last iteration's gap is 0
-    return (band_plot(unfinished, "objective_gap", label="(f - f_final) / f_final", logy=True)
-            + band_plot(iterations, "active_fraction", label="active set / n")
-            + band_plot({k: v[v.iteration > 0] for k, v in iterations.items()}, "step_size",
-                        label="line-search multiplier")
-            + scatter_by_run(labels, "n_pos", "iterations", logx=True)).cols(2)
+    n_pos = pd.concat([df["n_pos"] for df in labels.values()])
+    plots = [band_plot(unfinished, "objective_gap", label="(f - f_final) / f_final", logy=True),
+             band_plot(iterations, "active_fraction", label="active set / n"),
+             band_plot({k: v[v.iteration > 0] for k, v in iterations.items()}, "step_size",
+                       label="line-search multiplier"),
+             scatter_by_run(labels, "n_pos", "iterations", logx=True).opts(
+                 xticks=log_ticks_125(n_pos.min(), n_pos.max()))]
+    return hv.Layout([plot.opts(**LEGEND_BELOW) for plot in plots]).cols(2)
+
+
+def log_ticks_125(lo: float, hi: float) -> list[float]:
+    """The 1-2-5 multiples of powers of ten from lo to hi: the ticks of a log axis spanning little
+    more than a decade, where Bokeh's own LogTicker labels 400 500 600 700 800 on top of each other."""
+    return [m * 10.0 ** d for d in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in (1, 2, 5) if lo <= m * 10.0 ** d <= hi]
 
 
 def initializers() -> None:

@@ -207,6 +207,51 @@ def test_the_progress_bar_redraws_ten_times_a_second_and_at_the_end():
         bar(done, 10**9)
     draws = out.getvalue().split("\r")[1:]
     assert done > 100 and 2 <= len(draws) <= 4, (done, len(draws))
-    assert draws[0].startswith("[") and " 1/1000000000 batches" in draws[0]
+    assert draws[0].startswith("\x1b[K[") and " 1/1000000000 batches" in draws[0]
     bar(10**9, 10**9)
     assert out.getvalue().endswith("\n") and " 1000000000/1000000000 batches" in out.getvalue().split("\r")[-1]
+
+
+def test_the_progress_bar_says_the_kernels_may_be_compiling_and_paces_its_eta_after_it():
+    """A fresh install's first run compiles for up to a minute before its first report: a line
+    says so, and the ETA counts from the first report (1 batch in 58 s had read ETA 28,068 s)."""
+    import io
+    import re
+    import time
+
+    from xcviz.cli import STARTING, ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    bar = ProgressBar("batches", out, notice=0.05)
+    time.sleep(0.5)  # the compile
+    assert out.getvalue() == f"\r{STARTING}"
+    bar(1, 1000)
+    time.sleep(0.15)
+    bar(101, 1000)  # 100 batches in 0.15 s: about 1.35 s to go, not 0.65 s x 899 = 580 s
+    eta = float(re.findall(r"ETA\s+([0-9.]+)s", out.getvalue())[-1])
+    assert 0.5 < eta < 5, out.getvalue()
+    quiet = Terminal()
+    ProgressBar("labels", quiet, notice=0.05)(1, 2)
+    time.sleep(0.2)
+    assert STARTING not in quiet.getvalue()  # a run that reports at once gets no notice
+
+
+def test_evaluate_suggests_the_bundled_name_a_typo_meant(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path / "model"), "bibtx"]) == 2
+    assert "did you mean bibtex?" in capsys.readouterr().err
+
+
+def test_serve_on_a_busy_port_names_the_port_and_the_remedy(capsys):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"port {port} on 127.0.0.1 is in use" in line and "--port" in line

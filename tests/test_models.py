@@ -72,7 +72,71 @@ def test_a_save_that_fails_keeps_the_previous_model_private_and_no_temporary(tmp
         _random_model(rng).save(folder)
     kept = SparseModel.load(folder)
     assert (kept.weights != old.weights).nnz == 0
-    assert sorted(p.name for p in folder.iterdir()) == ["model.json", "weights.npz"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["model.json", _arrays_name(folder)])
+
+
+def _arrays_name(folder):
+    return json.loads((folder / "model.json").read_text())["arrays"]
+
+
+# saves a second model over the first and is SIGKILLed once its arrays are written, before model.json
+_KILLED_BETWEEN_THE_TWO_FILES = """
+import os, signal, sys
+import numpy as np, scipy.sparse as sp
+import xcviz.models as models
+write = models.write_atomic
+def write_then_die(path, content, **kw):
+    if str(path).endswith("model.json"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    write(path, content, **kw)
+models.write_atomic = write_then_die
+new = models.SparseModel(weights=sp.random(30, 50, density=0.5, format="csr", random_state=9),
+                         bias_weights=np.ones(30), bias=0.0, normalize=False)
+new.save(sys.argv[1])
+"""
+
+
+def test_a_save_killed_between_its_two_files_leaves_the_previous_model_whole(tmp_path):
+    """The arrays file is this save's own; model.json, written last, names it: killed in between,
+    the folder still holds the previous model.json and the arrays it names (before, the new weights
+    replaced weights.npz first and loaded under the old settings, as neither model)."""
+    import subprocess
+    import sys
+
+    old = _random_model(np.random.default_rng(4))
+    folder = old.save(tmp_path / "m")
+    before = (folder / "model.json").read_bytes()
+    result = subprocess.run([sys.executable, "-c", _KILLED_BETWEEN_THE_TWO_FILES, str(folder)], timeout=120)
+    assert result.returncode == -9
+    assert (folder / "model.json").read_bytes() == before
+    kept = SparseModel.load(folder)
+    assert (kept.weights != old.weights).nnz == 0 and kept.normalize is True and kept.bias == 1.0
+    assert len(list(folder.glob("weights-*.npz"))) == 2  # the killed save's arrays, left for the next save
+    _random_model(np.random.default_rng(5)).save(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["model.json", _arrays_name(folder)])
+
+
+def test_a_folder_saved_before_the_save_ids_loads_and_is_replaced_whole(tmp_path):
+    rng = np.random.default_rng(6)
+    model = _random_model(rng)
+    folder = model.save(tmp_path / "m")
+    (folder / _arrays_name(folder)).rename(folder / "weights.npz")  # the layout before 27 Nov 2026
+    meta = json.loads((folder / "model.json").read_text())
+    del meta["arrays"]
+    (folder / "model.json").write_text(json.dumps(meta))
+    assert (SparseModel.load(folder).weights != model.weights).nnz == 0
+    _random_model(rng).save(folder)
+    assert not (folder / "weights.npz").exists()
+
+
+@pytest.mark.parametrize("name", ["../outside.npz", "/etc/passwd", "weights-1.npz", 7])
+def test_model_json_naming_another_file_is_refused(tmp_path, name):
+    folder = _random_model(np.random.default_rng(7)).save(tmp_path / "m")
+    meta = json.loads((folder / "model.json").read_text())
+    meta["arrays"] = name
+    (folder / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFormatError, match="not one xcviz writes"):
+        SparseModel.load(folder)
 
 
 def test_load_names_what_is_wrong(tmp_path):
@@ -85,6 +149,8 @@ def test_load_names_what_is_wrong(tmp_path):
     (folder / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ModelFormatError, match="format_version 99"):
         SparseModel.load(folder)
-    (folder / "weights.npz").write_bytes(b"not a zip")
+    meta["format_version"] = 1
+    (folder / "model.json").write_text(json.dumps(meta))
+    (folder / _arrays_name(folder)).write_bytes(b"not a zip")
     with pytest.raises(ModelFormatError, match="unreadable"):
         SparseModel.load(folder)

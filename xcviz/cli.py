@@ -12,6 +12,7 @@ import math
 import os
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -22,41 +23,72 @@ from .models import ModelFormatError
 from .ui.text import printable
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
+ERROR_CHARS = 600  # the longest error line the CLI prints
 _USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error,
                 MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
+
+
+STARTING = ("starting: numba compiles the kernels on the first run after installing (up to a minute; "
+            "cached for the next runs)")
 
 
 class ProgressBar:
     """A one-line progress bar with labels done, elapsed time and ETA, on a terminal only, redrawn
     at most 10 times a second (a multiclass solver reports after every batch, LDGS's a millisecond
-    apart) and at the end."""
+    apart) and at the end. Until the first report, a line says that the kernels may be compiling
+    (STARTING, after `notice` seconds: a fresh install's first run compiles for up to a minute before
+    any progress); the ETA is paced from the first report on, not from the start, so that this
+    compile does not inflate it (1 batch in 58 s had read as an ETA of 28,000 s)."""
 
-    def __init__(self, what: str, stream=sys.stderr) -> None:
+    def __init__(self, what: str, stream=sys.stderr, notice: float = 1.0) -> None:
         self.what = what
         self.stream = stream
         self.enabled = stream.isatty()
         self.t0 = time.monotonic()
         self.drawn = -math.inf
+        self.first: tuple[float, int] | None = None  # (time, done) of the first report
+        self._lock = threading.Lock()
+        self._notice = threading.Timer(notice, self._starting)
+        self._notice.daemon = True
+        if self.enabled:
+            self._notice.start()
+
+    def _starting(self) -> None:
+        with self._lock:
+            if self.first is None:
+                self.stream.write(f"\r{STARTING}")
+                self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if not self.enabled or (done < total and now - self.drawn < 0.1):
+        if not self.enabled:
             return
+        with self._lock:
+            if self.first is None:
+                self._notice.cancel()
+                self.first = (now, done)
+            if done < total and now - self.drawn < 0.1:
+                return
+            self._draw(now, done, total)
+
+    def _draw(self, now: float, done: int, total: int) -> None:
         self.drawn = now
         elapsed = now - self.t0
-        eta = elapsed / done * (total - done) if done else float("nan")
+        since, done_then = self.first
+        eta = (now - since) / (done - done_then) * (total - done) if done > done_then else float("nan")
         width = 30
         fill = int(width * done / max(total, 1))
-        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {self.what}"
-                          f"  {elapsed:5.1f}s elapsed  ETA {eta:5.1f}s")
+        self.stream.write(f"\r\x1b[K[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {self.what}"  # K: clears
+                          f"  {elapsed:5.1f}s elapsed  ETA {eta:5.1f}s")  # the rest of a longer line
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()
 
 
 def _table(rows: list[tuple[str, str]]) -> str:
+    """Two aligned columns; a value's control characters (a file or run name's) show as escapes."""
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+    return "\n".join(f"  {k.ljust(width)}  {printable(v)}" for k, v in rows)
 
 
 def _fmt(value) -> str:
@@ -162,6 +194,10 @@ def _solver_params(args: argparse.Namespace) -> dict:
             raise ValueError(f"{option} and --set {key}={_fmt_value(params[key])} disagree; give {key} once")
     params.update(chosen)
     make_params(args.solver, **params)
+    if args.solver == "memoir" and params.get("lam") is None and params.get("variant", "l2") == "l2":
+        from .solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
+
+        print(f"xcviz: note: {PAPER_LAM_NOTE}; --lam {LEARNING_LAM:g} is the dashboard's default", file=sys.stderr)
     return params
 
 
@@ -181,19 +217,24 @@ def _cluster(args: argparse.Namespace) -> str | None:
 def _paired_test(dataset: str, test: str | None) -> str | None:
     """The test file for `xcviz train PREFIX_train.txt` without --test: PREFIX_test.txt beside it,
     if there (said on stderr). Any other dataset must be bundled or a file: else a suggestion."""
-    from .data.registry import BUNDLED
-
     path = Path(dataset)
     if test is None and path.is_file() and "_train.txt" in path.name:
         paired = path.with_name(path.name.replace("_train.txt", "_test.txt", 1))
         if paired.is_file():
             print(f"xcviz: testing on {paired} (the file beside {path.name}; --test chooses another)", file=sys.stderr)
             return str(paired)
-    if dataset not in BUNDLED and not path.exists():
+    _known_dataset(dataset)
+    return test
+
+
+def _known_dataset(dataset: str) -> None:
+    """Refuse a dataset that is neither bundled nor a path, with the closest bundled name."""
+    from .data.registry import BUNDLED
+
+    if dataset not in BUNDLED and not Path(dataset).exists():
         close = difflib.get_close_matches(dataset.lower(), list(BUNDLED), n=1, cutoff=0.5)
         hint = f"did you mean {close[0]}? " if close else ""
         raise ValueError(f"{dataset}: no such file, nor a bundled data set; {hint}`xcviz datasets` lists the bundled ones")
-    return test
 
 
 def _output_file(option: str, path: str) -> None:
@@ -268,6 +309,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .embedding_model import load_model
     from .runs.summary import metric_summary
 
+    _known_dataset(args.dataset)
     model = load_model(args.model)
     labels = model.info.get("label_values")  # a LIBSVM training file's labels: read with the same map
     if args.dataset in BUNDLED and not Path(args.dataset).exists():
@@ -305,6 +347,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
+    from .regular_file import read_regular_text
     from .runs.launcher import launch
     from .runs.spec import RunSpec
     from .runs.store import RunStore
@@ -313,7 +356,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise ValueError(f"{path}: no such spec file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a run spec (not UTF-8 text; `xcviz spec` writes one)") from None
     print(launch(RunSpec.from_json(text, source=str(path)), RunStore(args.home)))
@@ -442,7 +485,8 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
                                   "ldgs: smoothed_margin (default) | ce")
     p.add_argument("--C", type=float, help="loss weight (default 1)")
     p.add_argument("--eps", type=float, help="stopping tolerance (default: the solver's)")
-    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's)")
+    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's); "
+                                             "dsmlr: L2 lambda (default 1e-4)")
     p.add_argument("--variant", help="memoir: l2 (Algorithm 1, default) | l1 (Algorithm 2)")
     p.add_argument("--oracle", help="memoir: exact (default) | random | simplelsh | hnsw | spherical")
     p.add_argument("--epochs", type=int, help="memoir, ldgs: passes over the data (default 5); dsmlr: outer "
@@ -560,6 +604,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _bounded(text: str, limit: int = ERROR_CHARS) -> str:
+    """An error line of at most about `limit` characters: a value echoed from the command line or a
+    file (a 100 kB --set value) keeps its start and end around a count of what was left out."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]} ... [{len(text) - 2 * keep} characters left out] ... {text[-keep:]}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
@@ -570,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except _USER_ERRORS as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"xcviz: error: {message}", file=sys.stderr)
+        print(f"xcviz: error: {_bounded(printable(message))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("xcviz: interrupted", file=sys.stderr)

@@ -2,23 +2,26 @@
 
 x' is x L2-normalised when `normalize` is set, exactly as at training time. V is the fixed SVD basis
 (embedding "svd") or the learned first layer (embedding "learned"). A model is a folder like a
-`SparseModel`'s: `embedding.npz` (V, W) and `model.json` (kind "embedding", solver, parameters,
-training summary); `load_model` reads either kind.
+`SparseModel`'s: `model.json` (kind "embedding", solver, parameters, training summary) and the
+arrays file it names, `embedding-<save id>.npz` (V, W), written as `models.save_folder` writes;
+`load_model` reads either kind.
 """
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from .atomic_write import write_atomic
 from .engine.ldgs import forward
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
-from .models import FORMAT_VERSION, ModelFormatError, SparseModel, _json_default
+from .models import FORMAT_VERSION, ModelFormatError, SparseModel, arrays_path, save_folder
+from .regular_file import open_regular, read_regular_text
 
 SCORE_CHUNK = 256
 
@@ -89,29 +92,29 @@ class EmbeddingModel:
     def save(self, folder: str | Path) -> Path:
         """Write the model folder (created if needed) and return its path; each file whole or not at
         all, as SparseModel.save (xcviz.atomic_write)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / "embedding.npz", lambda f: np.savez_compressed(f, V=self.V, W=self.W))
         meta = {"format_version": FORMAT_VERSION, "kind": "embedding", "solver": self.solver, "tanh": self.tanh,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}
-        write_atomic(folder / "model.json", json.dumps(meta, indent=2, default=_json_default).encode())
-        return folder
+        return save_folder(folder, "embedding", lambda f: np.savez_compressed(f, V=self.V, W=self.W), meta)
 
     @classmethod
     def load(cls, folder: str | Path) -> "EmbeddingModel":
         """Read a folder written by `save`; raises ModelFormatError naming what is wrong."""
         folder = Path(folder)
-        meta_path, arrays = folder / "model.json", folder / "embedding.npz"
-        for p in (meta_path, arrays):
-            if not p.exists():
-                raise ModelFormatError(f"{p}: no such file (not a saved xcviz embedding model)")
+        meta_path = folder / "model.json"
+        if not meta_path.exists():
+            raise ModelFormatError(f"{meta_path}: no such file (not a saved xcviz embedding model)")
         try:
-            meta = json.loads(meta_path.read_text())
-            with np.load(arrays) as z:
+            meta = json.loads(read_regular_text(meta_path))
+            arrays = arrays_path(folder, meta, "embedding")
+            if not arrays.exists():
+                raise ModelFormatError(f"{arrays}: no such file (the arrays of the model that model.json describes)")
+            with open_regular(arrays) as f, np.load(f, allow_pickle=False) as z:
                 V, W = z["V"], z["W"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelFormatError(f"{folder}: unreadable model ({exc})") from exc
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            if isinstance(exc, ModelFormatError):
+                raise
+            raise ModelFormatError(f"{folder}: unreadable model ({type(exc).__name__})") from None
         if V.ndim != 2 or W.ndim != 2 or V.shape[1] != W.shape[1]:
             raise ModelFormatError(f"{arrays}: V {V.shape} and W {W.shape} do not share an embedding dimension")
         return cls(V=V, W=W, tanh=bool(meta.get("tanh")), normalize=bool(meta.get("normalize", True)),
@@ -123,9 +126,9 @@ def load_model(folder: str | Path):
     meta_path = Path(folder) / "model.json"
     if meta_path.exists():
         try:
-            kind = json.loads(meta_path.read_text()).get("kind")
-        except ValueError as exc:
-            raise ModelFormatError(f"{meta_path}: unreadable model ({exc})") from exc
+            kind = json.loads(read_regular_text(meta_path)).get("kind")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ModelFormatError(f"{meta_path}: unreadable model ({type(exc).__name__})") from None
         if kind == "embedding":
             return EmbeddingModel.load(folder)
     return SparseModel.load(folder)

@@ -1,12 +1,15 @@
 """The sparse linear one-vs-all model: weights, the preprocessing it was trained with, save/load.
 
-A model is a folder: `weights.npz` (L x D feature weights, CSR, plus the per-label bias weights)
-and `model.json` (solver, parameters, preprocessing, shapes, training summary). The model owns its
+A model is a folder: `model.json` (solver, parameters, preprocessing, shapes, training summary)
+and the arrays file it names, `weights-<save id>.npz` (L x D feature weights, CSR, plus the
+per-label bias weights; `weights.npz` in folders saved before 27 Nov 2026). The model owns its
 preprocessing, so `predict_topk` takes raw rows exactly as the training data was read.
 """
 from __future__ import annotations
 
 import json
+import re
+import uuid
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -19,12 +22,42 @@ from .atomic_write import write_atomic
 from .engine.predict import predict_topk as _predict_topk_kernel
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
+from .regular_file import open_regular, read_regular_text
 
 FORMAT_VERSION = 1
 
 
+ARRAYS_FILE = re.compile(r"(weights|embedding)(-[0-9a-f]{16})?\.npz")  # the names save_folder writes
+
+
 class ModelFormatError(ValueError):
     """A model folder that is missing, incomplete or inconsistent."""
+
+
+def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path:
+    """Write a model folder so that it holds the previous model or the new one, whole, whatever
+    moment a crash comes: the arrays go to a file of this save's own (`STEM-<save id>.npz`), then
+    model.json, naming it, replaces the old one (each file through write_atomic); only then are the
+    earlier saves' arrays removed. Before, `weights.npz` was replaced first: a process killed between
+    the two writes left new weights under the old settings, and the folder loaded as neither model."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{stem}-{uuid.uuid4().hex[:16]}.npz"
+    write_atomic(folder / name, write_arrays)
+    write_atomic(folder / "model.json", json.dumps({**meta, "arrays": name}, indent=2, default=_json_default).encode())
+    for old in folder.iterdir():
+        if old.name != name and ARRAYS_FILE.fullmatch(old.name):
+            old.unlink(missing_ok=True)
+    return folder
+
+
+def arrays_path(folder: Path, meta: dict, stem: str) -> Path:
+    """The arrays file model.json names (`STEM.npz` when it names none: an older save). A name
+    save_folder does not write (a path, `../x.npz`) is refused."""
+    name = meta.get("arrays", f"{stem}.npz")
+    if not isinstance(name, str) or not ARRAYS_FILE.fullmatch(name) or not name.startswith(stem):
+        raise ModelFormatError(f"{folder / 'model.json'}: names arrays file {str(name)[:80]!r}, not one xcviz writes")
+    return folder / name
 
 
 @dataclass
@@ -90,38 +123,35 @@ class SparseModel:
                                         k, chunk)
 
     def save(self, folder: str | Path) -> Path:
-        """Write the model folder (created if needed) and return its path. Each file is written
-        to a temporary name, synced and renamed over the old one (weights first), so a crash or a
-        full disk leaves the previous file or the new one, never a torn one."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        """Write the model folder (created if needed) and return its path: the previous model or
+        this one, whole, after a crash or a full disk at any moment (see save_folder)."""
         w = self.weights.tocsr()
-        write_atomic(folder / "weights.npz", lambda f: np.savez_compressed(
-            f, indptr=w.indptr, indices=w.indices, data=w.data, shape=np.array(w.shape),
-            bias_weights=self.bias_weights))
         meta = {"format_version": FORMAT_VERSION, "solver": self.solver, "bias": self.bias,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}
-        text = json.dumps(meta, indent=2, default=_json_default).encode()
-        write_atomic(folder / "model.json", text)
-        return folder
+        return save_folder(folder, "weights", lambda f: np.savez_compressed(
+            f, indptr=w.indptr, indices=w.indices, data=w.data, shape=np.array(w.shape),
+            bias_weights=self.bias_weights), meta)
 
     @classmethod
     def load(cls, folder: str | Path) -> "SparseModel":
         """Read a model folder written by `save`; raises ModelFormatError naming what is wrong."""
         folder = Path(folder)
-        meta_path, w_path = folder / "model.json", folder / "weights.npz"
-        for p in (folder, meta_path, w_path):
+        meta_path = folder / "model.json"
+        for p in (folder, meta_path):
             if not p.exists():
                 raise ModelFormatError(f"{p}: no such file or folder (not a saved xcviz model)")
         try:
-            meta = json.loads(meta_path.read_text())
+            meta = json.loads(read_regular_text(meta_path))
             if not isinstance(meta, dict):
                 raise ValueError("model.json is not a JSON object")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise ModelFormatError(f"{meta_path}: unreadable model description ({type(exc).__name__})") from None
+        w_path = arrays_path(folder, meta, "weights")
+        if not w_path.exists():
+            raise ModelFormatError(f"{w_path}: no such file (the weights of the model that model.json describes)")
         try:
-            with np.load(w_path, allow_pickle=False) as z:
+            with open_regular(w_path) as f, np.load(f, allow_pickle=False) as z:
                 weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
                 bias_weights = z["bias_weights"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:

@@ -18,6 +18,7 @@ The login itself is Panel's basic-auth provider (its login page, signed `user` c
 """
 from __future__ import annotations
 
+import errno
 import hmac
 import html
 import json
@@ -250,9 +251,15 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
     options = {}
     if credentials is not None:
         options["auth_provider"] = _auth_provider(credentials, LoginLimiter())
-    server = get_server({"dashboard": dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs])},
-                        port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
-                        show=False, start=False, title="xcviz", **options)
+    try:
+        server = get_server({"dashboard": dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs])},
+                            port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
+                            show=False, start=False, title="xcviz", **options)
+    except OSError as exc:  # the bind: "[Errno 98] Address already in use" named neither port nor remedy
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(f"port {port} on {address} is in use (another `xcviz serve`?); "
+                          f"choose another with --port") from None
+        raise OSError(f"cannot listen on {address} port {port}: {exc.strerror or exc}") from None
     guard_hosts(server._tornado, names)
     shown = f"[{address}]" if ":" in address else address
     print(f"xcviz: serving http://{shown}:{server.port}/dashboard (Host names accepted: {', '.join(names)}"

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..atomic_write import sync_files, write_atomic
+from ..regular_file import open_regular
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import max_size, read_xc, write_xc
@@ -163,9 +164,10 @@ def open_shards(folder: str | os.PathLike) -> Shards:
     folder = Path(folder)
     manifest = folder / MANIFEST
     try:
-        if manifest.stat().st_size > MAX_MANIFEST_BYTES:
-            raise DatasetFormatError(str(manifest), None, f"larger than {MAX_MANIFEST_BYTES} bytes")
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        with open_regular(manifest) as f:
+            if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise DatasetFormatError(str(manifest), None, f"larger than {MAX_MANIFEST_BYTES} bytes")
+            meta = json.loads(f.read().decode("utf-8"))
     except OSError as exc:
         raise DatasetFormatError(str(manifest), None, f"cannot read ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

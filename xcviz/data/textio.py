@@ -16,7 +16,6 @@ import lzma
 import math
 import os
 import re
-import stat
 import zipfile
 import zlib
 from dataclasses import dataclass, fields
@@ -29,11 +28,13 @@ import scipy.sparse as sp
 from xcviz.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.errors import DatasetFormatError
+from xcviz.regular_file import NotARegularFile, open_regular
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _CHUNK_LINES = 4096
 _MAX_EXACT = 2**53  # integers from here on are not exact in float64, the fast path's number type
+_MAX_DIGITS = 19  # a longer index is out of every range: refused by its length, neither parsed nor echoed
 MAX_LINE = 64 * 2**20  # characters in one line: far beyond any real row, and a bound on /dev/zero-like input
 
 _VALUE = r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|(?i:nan|inf(?:inity)?))"
@@ -95,14 +96,13 @@ def open_text(path: str | os.PathLike) -> TextIO:
     """
     shown = os.fspath(path)
     try:
-        raw = open(path, "rb")
+        raw = open_regular(path)
     except FileNotFoundError:
         raise DatasetFormatError(shown, None, "no such file") from None
+    except NotARegularFile as exc:
+        raise DatasetFormatError(shown, None, exc.strerror) from None
     except OSError as exc:
         raise DatasetFormatError(shown, None, f"cannot open ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
-        raw.close()
-        raise DatasetFormatError(shown, None, "not a regular file (a device, a pipe or a folder)")
     try:
         magic = raw.peek(len(_XZ_MAGIC))[: len(_XZ_MAGIC)]
     except OSError as exc:
@@ -189,6 +189,8 @@ def _label_problem(field: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(token):
                 return f"negative label index {token}"
             return f"non-numeric label (label {k} of the line)"
+        if len(token.lstrip("+-")) > _MAX_DIGITS:
+            return f"label index too large (label {k} of the line has {len(token)} digits)"
         label = int(token)
         if fmt.n_labels is not None and label >= fmt.n_labels:
             return f"label index {label} out of range (L = {fmt.n_labels})"
@@ -213,6 +215,8 @@ def _feature_problem(text: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(index_text):
                 return f"negative feature index {index_text}"
             return f"non-numeric feature index in {where}"
+        if len(index_text) > _MAX_DIGITS:
+            return f"feature index too large ({where} has {len(index_text)} digits)"
         index = int(index_text)
         if index < fmt.base:
             return f"feature index {index} out of range (indices are {fmt.base}-based)"
@@ -308,6 +312,10 @@ def _parse_header(path: str, line: str) -> tuple[int, int, int]:
             raise DatasetFormatError(path, 1, "negative number in header 'N D L' (XC format)")
         problem = f"XC header must be three non-negative integers 'N D L' ({len(text.split())} fields found)"
         raise DatasetFormatError(path, 1, problem)
+    for what, digits in zip("NDL", match.groups()):
+        if len(digits) > _MAX_DIGITS:
+            raise DatasetFormatError(path, 1, f"XC header's {what} has {len(digits)} digits, more than this machine "
+                                     f"can train (at most {max_size()})")
     n, d, l = (int(g) for g in match.groups())
     for what, value in (("N", n), ("D", d), ("L", l)):
         if value > max_size():

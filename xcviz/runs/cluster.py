@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -39,7 +40,10 @@ CONNECT_TIMEOUT = 10.0      # seconds to reach a scheduler before the run fails
 # 20 ms, memory checked every second rather than 100 ms and the system monitor every 2 s rather than
 # 0.5 s; and the workers keep glibc's adaptive malloc (Dask sets MALLOC_TRIM_THRESHOLD_=65536, which
 # also fixes the mmap threshold, so every block's fresh arrays are page-faulted in again).
-LOCAL_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+# No HTTP routes either: a Dask scheduler and its workers always run an HTTP server (info pages,
+# JSON, metrics, a proxy) that answers any Host name without a login; with no routes it answers 404.
+LOCAL_CONFIG = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+                "distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
                 "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "2s",
                 "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
                                                         "OPENBLAS_NUM_THREADS": 1}}
@@ -101,7 +105,6 @@ class ClusterInfo:
     workers: int
     threads: int | None
     cluster_start_seconds: float
-    dask_dashboard: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -120,19 +123,23 @@ def task_threads(choice: ClusterChoice, threads: int | None) -> int | None:
 
 
 def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeout: float = CONNECT_TIMEOUT,
-            workers_timeout: float = WORKERS_TIMEOUT):
+            workers_timeout: float = WORKERS_TIMEOUT, scratch: str | None = None):
     """Start the local cluster or reach the scheduler; returns (Client, ClusterInfo). Closing the
-    client stops a local cluster with it. Raises ClusterError with the address and the cause."""
+    client stops a local cluster with it. Raises ClusterError with the address and the cause.
+    scratch: the local cluster's workers' folder (Dask's default is the shared /tmp/dask-scratch-space,
+    which whoever made it first controls)."""
     import dask
     from distributed import Client
 
     t0 = time.monotonic()
     if choice.kind == "local":
         try:  # loopback and TLS only (security=True: Security.temporary(), shared by the client and the
-            # cluster it starts), the Dask dashboard on a free port; one Dask thread per worker process
+            # cluster it starts); no Dask dashboard, its HTTP server on a free loopback port with no routes
+            # (LOCAL_CONFIG); one Dask thread per worker process
             with dask.config.set(LOCAL_CONFIG):
                 client = Client(n_workers=choice.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                security=True, dashboard_address="127.0.0.1:0", silence_logs=40)
+                                security=True, dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                                silence_logs=40, local_directory=scratch)
         except Exception as exc:
             raise ClusterError(f"could not start a local cluster of {choice.workers} workers: {exc}") from None
     else:
@@ -159,8 +166,7 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
         raise ClusterError(f"the Dask workers at {choice.address or choice.text} cannot import xcviz's solvers "
                            f"(is xcviz installed where they run?): {type(exc).__name__}: {exc}") from None
     n_workers = len(worker_addresses(client))
-    info = ClusterInfo(choice.text, n_workers, task_threads(choice, threads), round(time.monotonic() - t0, 4),
-                       client.dashboard_link if choice.kind == "local" else None)
+    info = ClusterInfo(choice.text, n_workers, task_threads(choice, threads), round(time.monotonic() - t0, 4))
     return client, info
 
 
@@ -172,8 +178,9 @@ def cluster_client(text: str | None, threads: int | None = None) -> Iterator[tup
     if choice is None:
         yield None
         return
-    client, info = connect(choice, threads)
-    try:
-        yield client, info
-    finally:
-        client.close()
+    with tempfile.TemporaryDirectory(prefix="xcviz-dask-", ignore_cleanup_errors=True) as scratch:  # owner-only, removed after the cluster
+        client, info = connect(choice, threads, scratch=scratch)
+        try:
+            yield client, info
+        finally:
+            client.close()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..data.registry import BUNDLED, bundled_files
 from ..data.shards import is_sharded, open_shards
+from ..regular_file import open_regular
 from .spec import RunSpec
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)
@@ -54,9 +55,9 @@ def fingerprint(path: Path) -> dict:
     """Size, modification time and SHA-256 of a file: of all of it up to FULL_HASH_BYTES, else
     of its first and last 64 KiB and 64 blocks of 64 KiB spread evenly between."""
     try:
-        st = os.stat(path)
         digest = hashlib.sha256()
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
+            st = os.fstat(f.fileno())
             if st.st_size <= FULL_HASH_BYTES:
                 for block in iter(lambda: f.read(2**20), b""):
                     digest.update(block)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -30,6 +31,8 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+from ..ui.text import printable
 
 SCHEMA_VERSION = 2
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
@@ -115,6 +118,9 @@ def alive(pid: int | None, host: str | None, start: int | None = None) -> bool:
 def _new_id() -> str:
     """A run id: the creation time to the second, then six random hex digits."""
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # what _new_id makes, and the only ids a folder is made for
 
 
 class RunStore:
@@ -228,8 +234,16 @@ class RunStore:
             return StoreError(f"{self.path}: the run store is gone ({exc})")
         return StoreError(f"{self.path}: run store error: {exc}")
 
+    def _folder(self, run: str) -> Path:
+        """The run's folder under the store. An id not of _new_id's making (a store edited by hand
+        or copied from someone else: `../../somewhere`) is refused: the path would leave the store."""
+        if not RUN_ID.fullmatch(run):
+            raise StoreError(f"run id {printable(run)!r} in {self.path} is not one xcviz makes; its folder would "
+                             f"lie outside the store (an edited or foreign store?)")
+        return self.home / "runs" / run
+
     def run_dir(self, run: str) -> Path:
-        folder = self.home / "runs" / run
+        folder = self._folder(run)
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
@@ -280,11 +294,14 @@ class RunStore:
         """The id of the run `ref` names: its id, its name, or a prefix of exactly one id."""
         with self._db() as db:
             rows = db.execute("SELECT id, name FROM runs").fetchall()
+        matches = [r["id"] for r in rows if ref and r["id"].startswith(ref)]
         for key in ("id", "name"):
             exact = [r["id"] for r in rows if r[key] == ref]
+            if key == "name" and exact and set(matches) - set(exact):  # a name shaped like another run's id
+                raise StoreError(f"{printable(ref)!r} is a run's name and the start of another run's id "
+                                 f"({', '.join(sorted(set(matches) - set(exact))[:5])}): give the whole id")
             if exact:
                 return exact[0]
-        matches = [r["id"] for r in rows if ref and r["id"].startswith(ref)]
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -433,10 +450,11 @@ class RunStore:
         row = self.get(run)
         if row["status"] in ("running", "queued"):
             raise StoreError(f"run {run} is {row['status']}: cancel it before deleting it")
+        folder = self._folder(run)  # refused before anything is deleted
         with self._transaction() as db:
             for table, key in (("batches", "run"), ("pieces", "run"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run,))
-        shutil.rmtree(self.home / "runs" / run, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class SqliteSink:

@@ -135,5 +135,4 @@ def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, 
         client.cancel([shared])
     extra = {**info.as_dict(), "scatter_seconds": round(scatter_seconds, 4), "blocks": len(blocks),
              "data_bytes": data_nbytes(data)}
-    extra.pop("dask_dashboard", None)
     return collector.result(extra)

@@ -24,14 +24,14 @@ from ..runs.cluster import MAX_LOCAL_WORKERS
 from ..oracles.registry import ORACLES
 from ..runs.spec import RunSpec
 from ..solvers import SOLVERS
+from ..solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
 from ..solvers.params import plain_refusal
 from .text import printable
 
 WIDTH = 260  # the sidebar's widgets
 # defaults of the page that differ from the solver's, because the solver's learn nothing useful on
 # the bundled data sets: solver -> parameter -> (value, why)
-PAGE_DEFAULTS = {"memoir": {"lam": (1e-4, "Page default 1e-4: the paper's lambda = 1 (l2) regularises so hard "
-                                          "that MEMOIR reaches about 3% accuracy on the bundled data; 1e-4 learns.")}}
+PAGE_DEFAULTS = {"memoir": {"lam": (LEARNING_LAM, f"Page default {LEARNING_LAM:g}: {PAPER_LAM_NOTE}.")}}
 
 
 def variant_objects(params: param.Parameterized, name: str) -> list:
