@@ -34,6 +34,8 @@ from tornado.httputil import HTTPServerRequest
 from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
+from .login_pages import LOGIN_TEMPLATE, LOGOUT_TEMPLATE
+
 LOOPBACK = ("localhost", "127.0.0.1")
 SECRET_VARIABLES = ("XCVIZ_PASSWORD", "XCVIZ_COOKIE_SECRET", "PANEL_COOKIE_SECRET", "BOKEH_COOKIE_SECRET")
 MIN_SECRET = 16  # characters of a given cookie secret: shorter ones can be guessed
@@ -187,7 +189,8 @@ class LoginLimiter:
 
 def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
     """Panel's basic-auth provider, with a login handler that compares in constant time and
-    refuses a client over the limit of failed logins."""
+    refuses a client over the limit of failed logins, and xcviz's own login and logout pages
+    (xcviz.login_pages)."""
     from panel.auth import BasicAuthProvider, BasicLoginHandler
 
     def matches(user: str, password: str) -> bool:
@@ -215,7 +218,9 @@ def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
             LimitedLogin._login_endpoint, LimitedLogin._login_template = self._login_endpoint, self._login_template
             return LimitedLogin
 
-    return Provider()
+    provider = Provider()
+    provider._login_template, provider._logout_template = LOGIN_TEMPLATE, LOGOUT_TEMPLATE  # no CDN, no ?error= text
+    return provider
 
 
 def dashboard_page(home: str | None, data_dirs: list[str]):
