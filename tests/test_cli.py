@@ -228,7 +228,7 @@ def test_the_progress_bar_says_the_kernels_may_be_compiling_and_paces_its_eta_af
     out = Terminal()
     bar = ProgressBar("batches", out, notice=0.05)
     time.sleep(0.5)  # the compile
-    assert out.getvalue() == f"\r{STARTING}"
+    assert out.getvalue() == f"{STARTING}\n"
     bar(1, 1000)
     time.sleep(0.15)
     bar(101, 1000)  # 100 batches in 0.15 s: about 1.35 s to go, not 0.65 s x 899 = 580 s

@@ -55,8 +55,8 @@ class ProgressBar:
 
     def _starting(self) -> None:
         with self._lock:
-            if self.first is None:
-                self.stream.write(f"\r{STARTING}")
+            if self.first is None:  # a line of its own: an error that ends the run starts on the next
+                self.stream.write(f"{STARTING}\n")
                 self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:

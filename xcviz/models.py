@@ -7,8 +7,10 @@ preprocessing, so `predict_topk` takes raw rows exactly as the training data was
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import time
 import uuid
 import zipfile
 import zlib
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .atomic_write import write_atomic
+from .atomic_write import STALE_SECONDS, write_atomic
 from .engine.predict import predict_topk as _predict_topk_kernel
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
@@ -38,16 +40,26 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     """Write a model folder so that it holds the previous model or the new one, whole, whatever
     moment a crash comes: the arrays go to a file of this save's own (`STEM-<save id>.npz`), then
     model.json, naming it, replaces the old one (each file through write_atomic); only then are the
-    earlier saves' arrays removed. Before, `weights.npz` was replaced first: a process killed between
-    the two writes left new weights under the old settings, and the folder loaded as neither model."""
+    arrays the old model.json named removed, with those a killed save left (an arrays file named by
+    no model.json, once it is STALE_SECONDS old: a save running beside this one may still be writing
+    its model.json). Before, `weights.npz` was replaced first: a process killed between the two
+    writes left new weights under the old settings, and the folder loaded as neither model."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = json.loads(read_regular_text(folder / "model.json")).get("arrays", "")
+    except (OSError, ValueError, AttributeError):
+        previous = ""
     name = f"{stem}-{uuid.uuid4().hex[:16]}.npz"
     write_atomic(folder / name, write_arrays)
     write_atomic(folder / "model.json", json.dumps({**meta, "arrays": name}, indent=2, default=_json_default).encode())
+    now = time.time()
     for old in folder.iterdir():
-        if old.name != name and ARRAYS_FILE.fullmatch(old.name):
-            old.unlink(missing_ok=True)
+        if old.name == name or not ARRAYS_FILE.fullmatch(old.name):
+            continue
+        with contextlib.suppress(OSError):
+            if old.name == previous or "-" not in old.name or now - old.stat().st_mtime > STALE_SECONDS:
+                old.unlink()
     return folder
 
 
