@@ -178,7 +178,8 @@ def cluster_client(text: str | None, threads: int | None = None) -> Iterator[tup
     if choice is None:
         yield None
         return
-    with tempfile.TemporaryDirectory(prefix="xcviz-dask-", ignore_cleanup_errors=True) as scratch:  # owner-only, removed after the cluster
+    # the workers' scratch: owner-only, removed with the cluster
+    with tempfile.TemporaryDirectory(prefix="xcviz-dask-", ignore_cleanup_errors=True) as scratch:
         client, info = connect(choice, threads, scratch=scratch)
         try:
             yield client, info
