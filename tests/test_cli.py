@@ -255,3 +255,11 @@ def test_serve_on_a_busy_port_names_the_port_and_the_remedy(capsys):
         assert main(["serve", "--port", str(port)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert f"port {port} on 127.0.0.1 is in use" in line and "--port" in line
+
+
+def test_memoir_at_the_papers_lambda_says_why_it_learned_little(capsys):
+    from xcviz.solvers.memoir import PAPER_LAM_NOTE
+
+    for lam, noted in (([], True), (["--lam", "1e-4"], False)):
+        assert main(["train", "bibtex", "--solver", "memoir", "--epochs", "1", "--threads", "1", "--json", *lam]) == 0
+        assert (PAPER_LAM_NOTE in capsys.readouterr().err) is noted

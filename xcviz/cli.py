@@ -194,11 +194,15 @@ def _solver_params(args: argparse.Namespace) -> dict:
             raise ValueError(f"{option} and --set {key}={_fmt_value(params[key])} disagree; give {key} once")
     params.update(chosen)
     make_params(args.solver, **params)
-    if args.solver == "memoir" and params.get("lam") is None and params.get("variant", "l2") == "l2":
+    return params
+
+
+def _note_paper_lambda(solver: str, params: dict) -> None:
+    """Say on stderr, beside a trained model's numbers, why MEMOIR l2 at the paper's lambda learned next to nothing."""
+    if solver == "memoir" and params.get("lam") is None and params.get("variant", "l2") == "l2":
         from .solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
 
         print(f"xcviz: note: {PAPER_LAM_NOTE}; --lam {LEARNING_LAM:g} is the dashboard's default", file=sys.stderr)
-    return params
 
 
 def _cluster(args: argparse.Namespace) -> str | None:
@@ -284,6 +288,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
                   validation=test_ds if multiclass and args.records else None, cluster=_cluster(args), **params)
+    _note_paper_lambda(args.solver, params)
     summary = {"dataset": args.dataset, "solver": args.solver,
                **model_summary(model, train_ds.n, None if test_ds is None else test_ds.n)}
     if test_ds is not None:

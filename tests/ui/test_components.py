@@ -78,7 +78,7 @@ def test_refused_values_are_shown_and_block_compare_and_groups_follow_the_varian
     panel.variants.value = ["ovap"]
     assert ovap.visible and not msi.visible
     panel.solver.value = "memoir"  # the page's MEMOIR default learns; the tooltip says why
-    assert panel.params.lam == 1e-4 and "3% accuracy" in panel.inputs["lam"].widget.description
+    assert panel.params.lam == 1e-4 and "1.4% accuracy" in panel.inputs["lam"].widget.description
     assert set(panel.groups) >= {"hnsw", "simplelsh", "spherical"}
     panel.variants.value = ["exact", "hnsw"]
     assert panel.groups["hnsw"].visible and not panel.groups["spherical"].visible
