@@ -238,6 +238,9 @@ def test_the_progress_bar_says_the_kernels_may_be_compiling_and_paces_its_eta_af
     ProgressBar("labels", quiet, notice=0.05)(1, 2)
     time.sleep(0.2)
     assert STARTING not in quiet.getvalue()  # a run that reports at once gets no notice
+    done = Terminal()
+    ProgressBar("labels", done)(2, 2)  # a first report that is the last: nothing left to wait for
+    assert "ETA   0.0s" in done.getvalue()
 
 
 def test_evaluate_suggests_the_bundled_name_a_typo_meant(tmp_path, capsys):

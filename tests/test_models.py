@@ -117,6 +117,9 @@ def test_a_save_killed_between_its_two_files_leaves_the_previous_model_whole(tmp
     _random_model(np.random.default_rng(5)).save(folder)  # replaces the old model's arrays; a fresh orphan
     assert sorted(p.name for p in folder.iterdir()) == sorted(["model.json", _arrays_name(folder), orphan.name])
     os.utime(orphan, (time.time() - 7200,) * 2)  # could be a save still running beside: removed once stale
+    torn = folder / ".weights-0123456789abcdef.npz.x1y2z3.tmp"  # what write_atomic leaves when killed midway
+    torn.write_bytes(b"PK half")
+    os.utime(torn, (time.time() - 7200,) * 2)
     _random_model(np.random.default_rng(6)).save(folder)
     assert sorted(p.name for p in folder.iterdir()) == sorted(["model.json", _arrays_name(folder)])
 

@@ -28,8 +28,8 @@ _USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSEr
                 MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
 
 
-STARTING = ("starting: numba compiles the kernels on the first run after installing (up to a minute; "
-            "cached for the next runs)")
+STARTING = ("waiting for the first progress report (the first run after installing compiles the numba kernels: "
+            "up to a minute, cached for the next runs)")
 
 
 class ProgressBar:
@@ -76,6 +76,7 @@ class ProgressBar:
         elapsed = now - self.t0
         since, done_then = self.first
         eta = (now - since) / (done - done_then) * (total - done) if done > done_then else float("nan")
+        eta = 0.0 if done >= total else eta
         width = 30
         fill = int(width * done / max(total, 1))
         self.stream.write(f"\r\x1b[K[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {self.what}"  # K: clears

@@ -30,6 +30,7 @@ FORMAT_VERSION = 1
 
 
 ARRAYS_FILE = re.compile(r"(weights|embedding)(-[0-9a-f]{16})?\.npz")  # the names save_folder writes
+ARRAYS_TEMP = re.compile(r"\.(weights|embedding)-[0-9a-f]{16}\.npz\..*\.tmp")  # write_atomic's, of a killed save
 
 
 class ModelFormatError(ValueError):
@@ -41,8 +42,9 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     moment a crash comes: the arrays go to a file of this save's own (`STEM-<save id>.npz`), then
     model.json, naming it, replaces the old one (each file through write_atomic); only then are the
     arrays the old model.json named removed, with those a killed save left (an arrays file named by
-    no model.json, once it is STALE_SECONDS old: a save running beside this one may still be writing
-    its model.json). Before, `weights.npz` was replaced first: a process killed between the two
+    no model.json, or the temporary file of one, once it is STALE_SECONDS old: a save running beside
+    this one may still be writing). write_atomic removes only its target's own stale temporaries,
+    and every save's arrays have a name of their own. Before, `weights.npz` was replaced first: a process killed between the two
     writes left new weights under the old settings, and the folder loaded as neither model."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -55,10 +57,11 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     write_atomic(folder / "model.json", json.dumps({**meta, "arrays": name}, indent=2, default=_json_default).encode())
     now = time.time()
     for old in folder.iterdir():
-        if old.name == name or not ARRAYS_FILE.fullmatch(old.name):
+        arrays, temporary = ARRAYS_FILE.fullmatch(old.name), ARRAYS_TEMP.fullmatch(old.name)
+        if old.name == name or not (arrays or temporary):
             continue
         with contextlib.suppress(OSError):
-            if old.name == previous or "-" not in old.name or now - old.stat().st_mtime > STALE_SECONDS:
+            if (arrays and (old.name == previous or "-" not in old.name)) or now - old.stat().st_mtime > STALE_SECONDS:
                 old.unlink()
     return folder
 

@@ -110,6 +110,8 @@ def test_a_name_shaped_like_another_runs_id_cannot_take_its_commands(tmp_path):
     with pytest.raises(StoreError, match="give the whole id"):
         store.find(real[:-2])
     assert store.find(real) == real and store.find(decoy) == decoy and store.find("real") == real
+    short = [store.create(RunSpec(dataset="bibtex").to_json(), name=name) for name in ("2", "2026", "20261127")]
+    assert [store.find(name) for name in ("2", "2026", "20261127")] == short  # not shaped like an id: by name
 
 
 @pytest.mark.parametrize("digits", [4_000, 5_000])
@@ -125,6 +127,15 @@ def test_an_enormous_number_in_a_data_file_is_refused_by_its_length_in_a_short_l
     assert main(["train", str(path), "--threads", "1"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(path) in line and f"{digits} digits" in line and "999999" not in line and len(line) < 300, line
+
+
+def test_leading_zeros_do_not_make_an_index_too_large(tmp_path, capsys):
+    """The fast path reads 00000000000000000001 as 1; the diagnosis of a line bad elsewhere must too."""
+    path = tmp_path / "zeros_train.txt"
+    path.write_text("3 5 2\n0 00000000000000000001:1 1:nan\n0 2:1\n1 3:1\n")
+    assert main(["train", str(path), "--threads", "1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "non-finite value for feature 1" in line and "too large" not in line, line
 
 
 def test_error_lines_are_bounded_and_wait_escapes_what_a_run_carries(tmp_path, capsys):

@@ -34,7 +34,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _CHUNK_LINES = 4096
 _MAX_EXACT = 2**53  # integers from here on are not exact in float64, the fast path's number type
-_MAX_DIGITS = 19  # a longer index is out of every range: refused by its length, neither parsed nor echoed
+_MAX_DIGITS = 19  # a longer index (leading zeros aside) is out of every range: refused by its length, not echoed
 MAX_LINE = 64 * 2**20  # characters in one line: far beyond any real row, and a bound on /dev/zero-like input
 
 _VALUE = r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|(?i:nan|inf(?:inity)?))"
@@ -189,7 +189,7 @@ def _label_problem(field: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(token):
                 return f"negative label index {token}"
             return f"non-numeric label (label {k} of the line)"
-        if len(token.lstrip("+-")) > _MAX_DIGITS:
+        if len(token.lstrip("+-").lstrip("0")) > _MAX_DIGITS:
             return f"label index too large (label {k} of the line has {len(token)} digits)"
         label = int(token)
         if fmt.n_labels is not None and label >= fmt.n_labels:
@@ -215,7 +215,7 @@ def _feature_problem(text: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(index_text):
                 return f"negative feature index {index_text}"
             return f"non-numeric feature index in {where}"
-        if len(index_text) > _MAX_DIGITS:
+        if len(index_text.lstrip("0")) > _MAX_DIGITS:
             return f"feature index too large ({where} has {len(index_text)} digits)"
         index = int(index_text)
         if index < fmt.base:
@@ -313,7 +313,7 @@ def _parse_header(path: str, line: str) -> tuple[int, int, int]:
         problem = f"XC header must be three non-negative integers 'N D L' ({len(text.split())} fields found)"
         raise DatasetFormatError(path, 1, problem)
     for what, digits in zip("NDL", match.groups()):
-        if len(digits) > _MAX_DIGITS:
+        if len(digits.lstrip("0")) > _MAX_DIGITS:
             raise DatasetFormatError(path, 1, f"XC header's {what} has {len(digits)} digits, more than this machine "
                                      f"can train (at most {max_size()})")
     n, d, l = (int(g) for g in match.groups())

@@ -121,6 +121,9 @@ def _new_id() -> str:
 
 
 RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # what _new_id makes, and the only ids a folder is made for
+# a name that starts as an id does (the date, then a dash) and is also the start of another run's id
+# is refused by `find` as ambiguous; shorter names ("2", "2026") are found by name, as typed
+ID_SHAPED = re.compile(r"[0-9]{8}-")
 
 
 class RunStore:
@@ -291,13 +294,14 @@ class RunStore:
         return self._shown(dict(row))
 
     def find(self, ref: str) -> str:
-        """The id of the run `ref` names: its id, its name, or a prefix of exactly one id."""
+        """The id of the run `ref` names: its id, its name, or a prefix of exactly one id (a name shaped
+        like an id that is also the start of another run's id is refused: it could mean either)."""
         with self._db() as db:
             rows = db.execute("SELECT id, name FROM runs").fetchall()
         matches = [r["id"] for r in rows if ref and r["id"].startswith(ref)]
         for key in ("id", "name"):
             exact = [r["id"] for r in rows if r[key] == ref]
-            if key == "name" and exact and set(matches) - set(exact):  # a name shaped like another run's id
+            if key == "name" and exact and ID_SHAPED.match(ref) and set(matches) - set(exact):  # a decoy name
                 raise StoreError(f"{printable(ref)!r} is a run's name and the start of another run's id "
                                  f"({', '.join(sorted(set(matches) - set(exact))[:5])}): give the whole id")
             if exact:
