@@ -162,3 +162,24 @@ def test_load_names_what_is_wrong(tmp_path):
     (folder / _arrays_name(folder)).write_bytes(b"not a zip")
     with pytest.raises(ModelFormatError, match="unreadable"):
         SparseModel.load(folder)
+
+
+def test_a_load_that_meets_a_save_between_its_two_reads_reads_model_json_again(tmp_path, monkeypatch):
+    """A save replaces model.json and then removes the old arrays: a load that read the old
+    model.json just before finds its arrays gone, and reads model.json once more (it had reported a
+    torn file)."""
+    import xcviz.models as models
+
+    rng = np.random.default_rng(8)
+    folder = _random_model(rng).save(tmp_path / "m")
+    before = (folder / "model.json").read_text()
+    new = _random_model(rng)
+    new.save(folder)
+    reads, read = [], models.read_regular_text
+
+    def stale_first(path):
+        reads.append(path)
+        return before if len(reads) == 1 else read(path)
+
+    monkeypatch.setattr(models, "read_regular_text", stale_first)
+    assert (SparseModel.load(folder).weights != new.weights).nnz == 0 and len(reads) == 2

@@ -9,8 +9,6 @@ arrays file it names, `embedding-<save id>.npz` (V, W), written as `models.save_
 from __future__ import annotations
 
 import json
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +18,8 @@ import scipy.sparse as sp
 from .engine.ldgs import forward
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
-from .models import FORMAT_VERSION, ModelFormatError, SparseModel, arrays_path, save_folder
-from .regular_file import open_regular, read_regular_text
+from .models import FORMAT_VERSION, ModelFormatError, SparseModel, read_folder, save_folder
+from .regular_file import read_regular_text
 
 SCORE_CHUNK = 256
 
@@ -100,21 +98,11 @@ class EmbeddingModel:
     @classmethod
     def load(cls, folder: str | Path) -> "EmbeddingModel":
         """Read a folder written by `save`; raises ModelFormatError naming what is wrong."""
-        folder = Path(folder)
-        meta_path = folder / "model.json"
-        if not meta_path.exists():
-            raise ModelFormatError(f"{meta_path}: no such file (not a saved xcviz embedding model)")
+        meta, arrays, z = read_folder(folder, "embedding")
         try:
-            meta = json.loads(read_regular_text(meta_path))
-            arrays = arrays_path(folder, meta, "embedding")
-            if not arrays.exists():
-                raise ModelFormatError(f"{arrays}: no such file (the arrays of the model that model.json describes)")
-            with open_regular(arrays) as f, np.load(f, allow_pickle=False) as z:
-                V, W = z["V"], z["W"]
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
-            if isinstance(exc, ModelFormatError):
-                raise
-            raise ModelFormatError(f"{folder}: unreadable model ({type(exc).__name__})") from None
+            V, W = z["V"], z["W"]
+        except KeyError as exc:
+            raise ModelFormatError(f"{arrays}: not the arrays of an embedding model (no {exc})") from None
         if V.ndim != 2 or W.ndim != 2 or V.shape[1] != W.shape[1]:
             raise ModelFormatError(f"{arrays}: V {V.shape} and W {W.shape} do not share an embedding dimension")
         return cls(V=V, W=W, tanh=bool(meta.get("tanh")), normalize=bool(meta.get("normalize", True)),

@@ -66,6 +66,37 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     return folder
 
 
+def read_folder(folder: str | Path, stem: str) -> tuple[dict, Path, dict]:
+    """(model.json, the arrays file it names, that file's arrays), or ModelFormatError naming what is
+    missing or unreadable. A save that replaces the folder's model between the two reads (and removes
+    the arrays the first read named) is met by reading model.json once more."""
+    folder = Path(folder)
+    meta_path = folder / "model.json"
+    for p in (folder, meta_path):
+        if not p.exists():
+            raise ModelFormatError(f"{p}: no such file or folder (not a saved xcviz model)")
+    retried = False
+    while True:
+        try:
+            meta = json.loads(read_regular_text(meta_path))
+            if not isinstance(meta, dict):
+                raise ValueError("model.json is not a JSON object")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise ModelFormatError(f"{meta_path}: unreadable model description ({type(exc).__name__})") from None
+        path = arrays_path(folder, meta, stem)
+        try:
+            with open_regular(path) as f, np.load(f, allow_pickle=False) as z:
+                return meta, path, {key: z[key] for key in z.files}
+        except FileNotFoundError:
+            if retried:
+                raise ModelFormatError(f"{path}: no such file (the arrays of the model that model.json "
+                                       f"describes)") from None
+            retried = True
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ModelFormatError(f"{path}: unreadable arrays file, torn or corrupt ({type(exc).__name__}); "
+                                   f"train the model again") from None
+
+
 def arrays_path(folder: Path, meta: dict, stem: str) -> Path:
     """The arrays file model.json names (`STEM.npz` when it names none: an older save). A name
     save_folder does not write (a path, `../x.npz`) is refused."""
@@ -151,26 +182,13 @@ class SparseModel:
     @classmethod
     def load(cls, folder: str | Path) -> "SparseModel":
         """Read a model folder written by `save`; raises ModelFormatError naming what is wrong."""
-        folder = Path(folder)
-        meta_path = folder / "model.json"
-        for p in (folder, meta_path):
-            if not p.exists():
-                raise ModelFormatError(f"{p}: no such file or folder (not a saved xcviz model)")
+        meta, w_path, z = read_folder(folder, "weights")
+        meta_path = Path(folder) / "model.json"
         try:
-            meta = json.loads(read_regular_text(meta_path))
-            if not isinstance(meta, dict):
-                raise ValueError("model.json is not a JSON object")
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise ModelFormatError(f"{meta_path}: unreadable model description ({type(exc).__name__})") from None
-        w_path = arrays_path(folder, meta, "weights")
-        if not w_path.exists():
-            raise ModelFormatError(f"{w_path}: no such file (the weights of the model that model.json describes)")
-        try:
-            with open_regular(w_path) as f, np.load(f, allow_pickle=False) as z:
-                weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-                bias_weights = z["bias_weights"]
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise ModelFormatError(f"{w_path}: unreadable weights file, torn or corrupt ({type(exc).__name__}); "
+            weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+            bias_weights = z["bias_weights"]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFormatError(f"{w_path}: not the weights of a model ({type(exc).__name__}); "
                                    f"train the model again") from None
         if meta.get("format_version") != FORMAT_VERSION:
             raise ModelFormatError(f"{meta_path}: format_version {meta.get('format_version')!r}, "
