@@ -183,3 +183,10 @@ def test_a_load_that_meets_a_save_between_its_two_reads_reads_model_json_again(t
 
     monkeypatch.setattr(models, "read_regular_text", stale_first)
     assert (SparseModel.load(folder).weights != new.weights).nnz == 0 and len(reads) == 2
+
+
+def test_a_save_over_a_folder_named_model_json_is_refused_before_writing_anything(tmp_path):
+    (tmp_path / "m" / "model.json").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError, match="model.json"):
+        _random_model(np.random.default_rng(9)).save(tmp_path / "m")
+    assert [p.name for p in (tmp_path / "m").iterdir()] == ["model.json"]

@@ -48,6 +48,8 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     writes left new weights under the old settings, and the folder loaded as neither model."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if (folder / "model.json").is_dir():  # refused before the arrays are written, not after
+        raise IsADirectoryError(f"{folder / 'model.json'}: a folder where the model's description goes")
     try:
         previous = json.loads(read_regular_text(folder / "model.json")).get("arrays", "")
     except (OSError, ValueError, AttributeError):
