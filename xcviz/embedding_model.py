@@ -88,8 +88,8 @@ class EmbeddingModel:
         return labels, scores
 
     def save(self, folder: str | Path) -> Path:
-        """Write the model folder (created if needed) and return its path; each file whole or not at
-        all, as SparseModel.save (xcviz.atomic_write)."""
+        """Write the model folder (created if needed) and return its path: the previous model or
+        this one, whole, after a crash or a full disk at any moment (see models.save_folder)."""
         meta = {"format_version": FORMAT_VERSION, "kind": "embedding", "solver": self.solver, "tanh": self.tanh,
                 "normalize": self.normalize, "n_labels": self.n_labels, "n_features": self.n_features,
                 "nnz": self.nnz, "params": self.params, "info": self.info}

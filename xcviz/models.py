@@ -44,8 +44,9 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     arrays the old model.json named removed, with those a killed save left (an arrays file named by
     no model.json, or the temporary file of one, once it is STALE_SECONDS old: a save running beside
     this one may still be writing). write_atomic removes only its target's own stale temporaries,
-    and every save's arrays have a name of their own. Before, `weights.npz` was replaced first: a process killed between the two
-    writes left new weights under the old settings, and the folder loaded as neither model."""
+    and every save's arrays have a name of their own. Before, `weights.npz` was replaced first: a
+    process killed between the two writes left new weights under the old settings, and the folder
+    loaded as neither model."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "model.json").is_dir():  # refused before the arrays are written, not after

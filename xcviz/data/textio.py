@@ -175,6 +175,12 @@ class _Body:
         return len(self.feature_counts)
 
 
+def _too_many_digits(number: str) -> bool:
+    """Whether an integer token has more than _MAX_DIGITS digits, its sign and leading zeros aside:
+    refused by its length, before int() parses it (or Python's 4,300-digit limit refuses it)."""
+    return len(number.lstrip("+-").lstrip("0")) > _MAX_DIGITS
+
+
 def _label_problem(field: str, fmt: _Format) -> str | None:
     """First problem in the comma-separated label field of a line, if any."""
     if not field:
@@ -189,7 +195,7 @@ def _label_problem(field: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(token):
                 return f"negative label index {token}"
             return f"non-numeric label (label {k} of the line)"
-        if len(token.lstrip("+-").lstrip("0")) > _MAX_DIGITS:
+        if _too_many_digits(token):
             return f"label index too large (label {k} of the line has {len(token)} digits)"
         label = int(token)
         if fmt.n_labels is not None and label >= fmt.n_labels:
@@ -215,7 +221,7 @@ def _feature_problem(text: str, fmt: _Format) -> str | None:
             if _NEGATIVE.fullmatch(index_text):
                 return f"negative feature index {index_text}"
             return f"non-numeric feature index in {where}"
-        if len(index_text.lstrip("0")) > _MAX_DIGITS:
+        if _too_many_digits(index_text):
             return f"feature index too large ({where} has {len(index_text)} digits)"
         index = int(index_text)
         if index < fmt.base:
@@ -313,7 +319,7 @@ def _parse_header(path: str, line: str) -> tuple[int, int, int]:
         problem = f"XC header must be three non-negative integers 'N D L' ({len(text.split())} fields found)"
         raise DatasetFormatError(path, 1, problem)
     for what, digits in zip("NDL", match.groups()):
-        if len(digits.lstrip("0")) > _MAX_DIGITS:
+        if _too_many_digits(digits):
             raise DatasetFormatError(path, 1, f"XC header's {what} has {len(digits)} digits, more than this machine "
                                      f"can train (at most {max_size()})")
     n, d, l = (int(g) for g in match.groups())
