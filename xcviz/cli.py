@@ -15,12 +15,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .data.errors import DatasetFormatError
 from .models import ModelFormatError
 from .ui.text import printable
+
+if TYPE_CHECKING:
+    from .embedding_model import EmbeddingModel
+    from .models import SparseModel
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
 ERROR_CHARS = 600  # the longest error line the CLI prints
@@ -198,9 +202,10 @@ def _solver_params(args: argparse.Namespace) -> dict:
     return params
 
 
-def _note_paper_lambda(solver: str, params: dict) -> None:
-    """Say on stderr, beside a trained model's numbers, why MEMOIR l2 at the paper's lambda learned next to nothing."""
-    if solver == "memoir" and params.get("lam") is None and params.get("variant", "l2") == "l2":
+def _note_paper_lambda(model: SparseModel | EmbeddingModel) -> None:
+    """Say on stderr, beside a trained model's numbers, why MEMOIR l2 at the paper's lambda learned next to
+    nothing (read from the parameters the model was trained with, defaults resolved)."""
+    if model.solver == "memoir" and model.params.get("lam") is None and model.params.get("variant") == "l2":
         from .solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
 
         print(f"xcviz: note: {PAPER_LAM_NOTE}; --lam {LEARNING_LAM:g} is the dashboard's default", file=sys.stderr)
@@ -289,7 +294,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
                   progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
                   validation=test_ds if multiclass and args.records else None, cluster=_cluster(args), **params)
-    _note_paper_lambda(args.solver, params)
+    _note_paper_lambda(model)
     summary = {"dataset": args.dataset, "solver": args.solver,
                **model_summary(model, train_ds.n, None if test_ds is None else test_ds.n)}
     if test_ds is not None:

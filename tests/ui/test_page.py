@@ -693,7 +693,10 @@ def test_a_new_parameter_column_shows_without_rebuilding_the_table(page_server, 
             # other views may name the run, and later refreshes of the table list it again)
             rows = [m for m in texts if "column-arrival" in m and '"cg_eps"' in m]
             assert rows, "no text message held back lists the new run"
-            assert '"hidden_columns"' in rows[0], "the new row came without showing its column"
+            if '"hidden_columns"' not in rows[0]:  # seen once under a full suite's load: keep what came
+                (ARTIFACTS / "new-column-messages.json").write_text(json.dumps(texts, indent=1))
+            assert '"hidden_columns"' in rows[0], ("the new row came without showing its column (the held "
+                                                   "messages: test-artifacts/new-column-messages.json)")
             assert not any('"configuration"' in m for m in texts), "the table's configuration changed: it rebuilds"
         finally:
             socket_.release()
