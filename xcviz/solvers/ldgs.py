@@ -33,6 +33,7 @@ from ..engine.ldgs_measure import support_stats, top_precision
 from ..engine.sparse import take_rows
 from ..engine.threads import using_threads
 from ..oracles.block_index import BlockSphericalIndex
+from .batch_schedule import BatchSchedule
 from .ldgs_search import ESTIMATORS, Estimate, Estimator, block_bounds
 from .memoir import _rows, _with_columns
 from .params import param_dict
@@ -347,10 +348,12 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
             v_ptr, v_idx = _take(v_ptr, v_idx, pick)
             held_out = (Xv[pick], v_ptr, v_idx)
         diagnostics = _Diagnostics(sample, _take(pos_ptr, pos_idx, sample), held_out, p, loss, mu, multilabel)
-        batch = min(n, p.batch_size)
-        per_epoch = -(-n // batch)
-        total = per_epoch * p.epochs
-        window = -(-per_epoch // p.records_per_epoch)
+        # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
+        schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch, np.random.default_rng([p.seed, 3]),
+                                 stop=stop, progress=progress,
+                                 record=None if recorder is None else lambda step: record(step, eta),
+                                 end_epoch=lambda epoch: _check_finite(W, V, epoch, p.eta0))
+        batch, per_epoch = schedule.batch, schedule.per_epoch
         values = param_dict(p)
         if recorder is not None:
             recorder.begin({"run": run, "solver": "ldgs", "params": values, "threads": n_threads, "n": n,
@@ -386,63 +389,49 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
             t_window = train_seconds
             last = row
 
+        eta = p.eta0
         if recorder is not None:
-            record(0, p.eta0)
-        shuffles = np.random.default_rng([p.seed, 3])
-        step, cancelled = 0, False
+            record(0, eta)
         # read once: a param attribute costs microseconds, and a small batch's bookkeeping adds up
         learned, eta0, reindex_every = p.embedding == "learned", p.eta0, p.reindex_every
         trained, trained_dirty = indexes.get(p.gradient), dirty.get(p.gradient)  # None for exact and sampled
         marks = list(dirty.values())
-        for _epoch in range(p.epochs):
-            order = shuffles.permutation(n)
-            for start in range(0, n, batch):
-                if stop is not None and stop():
-                    cancelled = True
-                    break
-                t_batch = time.monotonic()
-                eta = eta0 / (1.0 + step / per_epoch)
-                rows = order[start:start + batch]
-                b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
-                sub = Xr[rows] if fixed is None else None
-                phi = fixed[rows] if fixed is not None else forward(
-                    sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
-                est = estimator(phi, b_ptr, b_idx, clock)
-                t0 = time.perf_counter()
-                classes = hit[:scatter(est.U, est.coef, est.count, dense, touched, hit)]
-                if learned:
-                    dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
-                step_classes(W, classes, dense, touched, phi, eta)
-                if learned:
-                    coo = sub.tocoo()
-                    order_f = np.argsort(coo.col, kind="stable")
-                    features, starts = np.unique(coo.col[order_f], return_index=True)
-                    feat_ptr = np.append(starts, coo.col.size).astype(np.int64)
-                    step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
-                                  coo.data[order_f], dphi, eta)
-                t1 = time.perf_counter()
-                for mark in marks:
-                    mark[classes] = True
-                if trained is not None:  # the search reads the changed rows' new values at once
-                    trained.refresh(classes)
-                    if (step + 1) % reindex_every == 0:
-                        trained.update(np.flatnonzero(trained_dirty))
-                        trained_dirty[:] = False
-                t2 = time.perf_counter()
-                clock["update_seconds"] += t1 - t0
-                clock["reindex_seconds"] += t2 - t1
-                train_seconds += time.monotonic() - t_batch
-                step += 1
-                if progress is not None:
-                    progress(step, total)
-                position = start // batch + 1
-                if recorder is not None and (position % window == 0 or position == per_epoch):
-                    record(step, eta)
-            if cancelled:
-                break
-            _check_finite(W, V, _epoch + 1, p.eta0)
+        for rows in schedule:
+            t_batch = time.monotonic()
+            step = schedule.step
+            eta = eta0 / (1.0 + step / per_epoch)
+            b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
+            sub = Xr[rows] if fixed is None else None
+            phi = fixed[rows] if fixed is not None else forward(
+                sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
+            est = estimator(phi, b_ptr, b_idx, clock)
+            t0 = time.perf_counter()
+            classes = hit[:scatter(est.U, est.coef, est.count, dense, touched, hit)]
+            if learned:
+                dphi = embedding_gradient(W, est.U, est.coef, est.count, phi, tanh)
+            step_classes(W, classes, dense, touched, phi, eta)
+            if learned:
+                coo = sub.tocoo()
+                order_f = np.argsort(coo.col, kind="stable")
+                features, starts = np.unique(coo.col[order_f], return_index=True)
+                feat_ptr = np.append(starts, coo.col.size).astype(np.int64)
+                step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
+                              coo.data[order_f], dphi, eta)
+            t1 = time.perf_counter()
+            for mark in marks:
+                mark[classes] = True
+            if trained is not None:  # the search reads the changed rows' new values at once
+                trained.refresh(classes)
+                if (step + 1) % reindex_every == 0:
+                    trained.update(np.flatnonzero(trained_dirty))
+                    trained_dirty[:] = False
+            t2 = time.perf_counter()
+            clock["update_seconds"] += t1 - t0
+            clock["reindex_seconds"] += t2 - t1
+            train_seconds += time.monotonic() - t_batch
+        step, cancelled = schedule.step, schedule.cancelled
         if not last or last["batch"] != step:
-            record(step, p.eta0 / (1.0 + step / per_epoch))
+            record(step, eta)
     epochs_done = step / per_epoch
     info = {"train_seconds": train_seconds, "batches": step, "epochs_done": epochs_done,
             "epoch_seconds": train_seconds / max(epochs_done, 1e-12), "batch_size": batch, "threads": n_threads,

@@ -32,6 +32,7 @@ from ..metrics import macro_f1
 from ..models import SparseModel
 from ..oracles.exact import ExactOracle
 from ..oracles.registry import ORACLES, make_oracle
+from .batch_schedule import BatchSchedule
 from .classweights import ClassWeights
 from .params import param_dict
 from .warmup import code_paths, warm_once
@@ -235,9 +236,6 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
         Xv, yv, _ = as_multiclass(*validation)
         validation = (_rows(_with_columns(Xv, dim), p.normalize), yv)
     batch = min(n, p.batch_size or max(1, round(100 * np.sqrt(n_classes))))
-    per_epoch = -(-n // batch)
-    total = per_epoch * p.epochs
-    window = max(1, per_epoch // p.records_per_epoch)
     shuffles = np.random.default_rng([p.seed, 0])  # its own stream: the shuffles do not depend on the sample
     weights = ClassWeights(n_classes, dim)
     values = param_dict(p)
@@ -281,6 +279,11 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
             spent["update_seconds"] += took
             return took
 
+        def compact(_epoch: int) -> None:
+            """After an epoch: l1's store, grown by the entries its truncations emptied, is compacted."""
+            if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
+                weights.compact(keep_average=p.average)
+
         def record(step: int, eta: float) -> None:
             """One record; its diagnostics (exact scores and oracle queries on the sample) are timed
             apart, like DS-MLR's and LDGS's: `wall` and the run's train_seconds are training alone, so
@@ -308,60 +311,50 @@ def fit_memoir(X: sp.spmatrix, Y, params: MemoirParams | None = None, *, threads
             t_window = time.monotonic()
             measuring += t_window - t0
 
-        record(0, p.eta0)
-        step, cancelled = 0, False
-        for _epoch in range(p.epochs):
-            order = shuffles.permutation(n)
-            for start in range(0, n, batch):
-                if stop is not None and stop():
-                    cancelled = True
-                    break
-                eta = p.eta0 / (1.0 + p.eta_step * step)
-                rows = order[start:start + batch]
-                Xb, yb = Xr[rows], y[rows]
-                clock["update_seconds"] += refresh()
-                t0 = time.monotonic()
-                r = oracle.query(Xb, yb, draw=step + 1)
-                t1 = time.monotonic()
-                s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
-                step_size = eta if p.batch_step == "sum" else eta / rows.size
-                if p.variant == "l2":
-                    decay = 1.0 - eta * lam
-                    gap = decay * (s_other - s_true) if p.violation_test == "after_decay" else s_other - s_true
-                    violators = np.flatnonzero(1.0 + gap > 0.0)
-                    weights.multiply(decay)
-                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
-                    radius = 1.0 / np.sqrt(lam)
-                    if weights.norm > radius:
-                        weights.multiply(radius / weights.norm)
-                    changed = np.unique(np.concatenate([yb[violators], r[violators]]))
-                else:
-                    violators = np.flatnonzero(1.0 + s_other - s_true > 0.0)
-                    weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
-                    changed = np.unique(np.concatenate([yb, r]))
-                    _truncate(weights, changed, n_classes / changed.size * lam * eta, p, clock, truncation_totals)
-                weights.end_iterate()
-                t2 = time.monotonic()
-                dirty[changed] = True
-                if step == 0:  # an index built on W = 0 is degenerate: build it on the first real W
-                    pending = "build"
-                elif (step + 1) % p.reindex_every == 0:
-                    pending = "update"
-                clock["query_seconds"] += t1 - t0
-                clock["step_seconds"] += t2 - t1
-                spent["query_seconds"] += t1 - t0
-                spent["step_seconds"] += t2 - t1
-                clock["violators"] += violators.size
-                clock["seen"] += rows.size
-                step += 1
-                if progress is not None:
-                    progress(step, total)
-                if step % window == 0 or start + batch >= n:
-                    record(step, eta)
-            if cancelled:
-                break
-            if p.variant == "l1" and weights.n_entries > 1.25 * max(weights.nnz, 1):
-                weights.compact(keep_average=p.average)
+        schedule = BatchSchedule(n, batch, p.epochs, p.records_per_epoch, shuffles, stop=stop, progress=progress,
+                                 record=lambda step: record(step, eta), end_epoch=compact)  # the last batch's eta
+        per_epoch = schedule.per_epoch
+        eta = p.eta0
+        record(0, eta)
+        for rows in schedule:
+            step = schedule.step
+            eta = p.eta0 / (1.0 + p.eta_step * step)
+            Xb, yb = Xr[rows], y[rows]
+            clock["update_seconds"] += refresh()
+            t0 = time.monotonic()
+            r = oracle.query(Xb, yb, draw=step + 1)
+            t1 = time.monotonic()
+            s_true, s_other = weights.pair_scores(Xb.indptr, Xb.indices, Xb.data, yb, r)
+            step_size = eta if p.batch_step == "sum" else eta / rows.size
+            if p.variant == "l2":
+                decay = 1.0 - eta * lam
+                gap = decay * (s_other - s_true) if p.violation_test == "after_decay" else s_other - s_true
+                violators = np.flatnonzero(1.0 + gap > 0.0)
+                weights.multiply(decay)
+                weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
+                radius = 1.0 / np.sqrt(lam)
+                if weights.norm > radius:
+                    weights.multiply(radius / weights.norm)
+                changed = np.unique(np.concatenate([yb[violators], r[violators]]))
+            else:
+                violators = np.flatnonzero(1.0 + s_other - s_true > 0.0)
+                weights.apply(violators, Xb.indptr, Xb.indices, Xb.data, yb, r, step_size)
+                changed = np.unique(np.concatenate([yb, r]))
+                _truncate(weights, changed, n_classes / changed.size * lam * eta, p, clock, truncation_totals)
+            weights.end_iterate()
+            t2 = time.monotonic()
+            dirty[changed] = True
+            if step == 0:  # an index built on W = 0 is degenerate: build it on the first real W
+                pending = "build"
+            elif (step + 1) % p.reindex_every == 0:
+                pending = "update"
+            clock["query_seconds"] += t1 - t0
+            clock["step_seconds"] += t2 - t1
+            spent["query_seconds"] += t1 - t0
+            spent["step_seconds"] += t2 - t1
+            clock["violators"] += violators.size
+            clock["seen"] += rows.size
+        step, cancelled = schedule.step, schedule.cancelled
         seconds = time.monotonic() - t_start - measuring
         # where an indexed oracle's time went (index builds and updates, class sketches, candidate
         # search, exact re-ranking), the diagnostics' queries included when recording
