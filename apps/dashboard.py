@@ -20,6 +20,7 @@ from xcviz.server import dashboard_page, session_host_allowed  # noqa: E402
 
 if session_host_allowed():
     data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
-    dashboard_page(None, data_dirs)().servable(title="xcviz")
+    schedulers = [a.strip() for a in os.environ.get("XCVIZ_SCHEDULERS", "").split(",") if a.strip()]
+    dashboard_page(None, data_dirs, schedulers)().servable(title="xcviz")
 else:
     pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

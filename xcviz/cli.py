@@ -478,11 +478,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
+    from .runs.cluster import parse_cluster
+
     for folder in args.data_dir:
         if not Path(folder).is_dir():
             raise ValueError(f"--data-dir {folder}: no such folder")
+    for address in args.allow_scheduler:
+        try:
+            is_scheduler = parse_cluster(address).kind == "scheduler"
+        except ValueError:
+            is_scheduler = False
+        if not is_scheduler:
+            raise ValueError(f"--allow-scheduler {address[:100]!r}: expected a scheduler address, tcp://HOST:PORT "
+                             f"or tls://HOST:PORT")
     serve(address=args.address, port=args.port, home=args.home, data_dirs=args.data_dir, allow_hosts=args.allow_host,
-          basic_auth=args.basic_auth, cookie_secret_file=args.cookie_secret_file)
+          schedulers=args.allow_scheduler, basic_auth=args.basic_auth, cookie_secret_file=args.cookie_secret_file)
     return 0
 
 
@@ -598,6 +608,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="another Host name the page may be reached by, besides loopback names and --address "
                         "(repeatable); requests naming any other host get 403")
+    p.add_argument("--allow-scheduler", action="append", default=[], metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://HOST:PORT or tls://HOST:PORT) the page may send runs to "
+                        "(repeatable; default none). Only schedulers you trust: a scheduler can run code in "
+                        "the runs' processes")
     p.add_argument("--basic-auth", metavar="FILE",
                    help="require a login: FILE (yours alone, chmod 600) holds the password, or a JSON object of "
                         "user: password; or set XCVIZ_PASSWORD. Never a password here: arguments are public")

@@ -12,9 +12,14 @@ What it adds to Panel's server:
   XCVIZ_COOKIE_SECRET, such a file, or is drawn at random for each server (cookies of an older
   server, or forged with a guessed secret, are refused). Both are removed from the environment once
   read, so the background runs the page starts never inherit them.
+- Panel's `/components/` route, which imports whatever module its URL names (`this` printed the Zen of
+  Python into the log, `venv.__main__` ran a program that exited the server) and asked for no
+  login, serves only components of panel and bokeh modules already imported, to logged-in users.
 - Login attempts limited per client: after `MAX_FAILURES` wrong passwords within `LOCKOUT` seconds,
   that client's logins are refused with 429 until `LOCKOUT` seconds after the last failure.
-The login itself is Panel's basic-auth provider (its login page, signed `user` cookie, logout).
+- The login cookie kept out of the page (the session token Bokeh writes into it copies a request's
+  cookies and headers, and page scripts can read it), and a logout that revokes the cookie.
+The login itself is Panel's basic-auth provider (its signed `user` cookie), with xcviz's pages.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import json
 import os
 import secrets
 import stat
+import sys
 import time
 from collections import defaultdict, deque
 from pathlib import Path
@@ -32,7 +38,7 @@ from typing import Callable
 
 from tornado.httputil import HTTPServerRequest
 from tornado.routing import Matcher, Rule
-from tornado.web import Application, RequestHandler
+from tornado.web import Application, HTTPError, RequestHandler
 
 from .login_pages import LOGIN_TEMPLATE, LOGOUT_TEMPLATE
 
@@ -41,6 +47,11 @@ SECRET_VARIABLES = ("XCVIZ_PASSWORD", "XCVIZ_COOKIE_SECRET", "PANEL_COOKIE_SECRE
 MIN_SECRET = 16  # characters of a given cookie secret: shorter ones can be guessed
 MAX_FAILURES = 5
 LOCKOUT = 60.0  # seconds
+COMPONENT_MODULES = ("panel.", "bokeh.")  # the packages whose components the page may load
+# what the page's session token must not copy from the request (page scripts can read the token: the
+# HttpOnly login cookie would be theirs)
+AUTH_COOKIES = ["user", "id_token", "access_token", "refresh_token", "oauth_expiry", "is_guest", "_xsrf"]
+AUTH_HEADERS = ["Cookie", "Authorization", "Proxy-Authorization"]
 
 
 class ServeError(ValueError):
@@ -108,6 +119,27 @@ class _Refused(RequestHandler):
 def guard_hosts(app: Application, names: list[str]) -> None:
     """Route every request of `app` whose Host is not one of `names` to a 403, ahead of its routes."""
     app.default_router.rules.insert(0, Rule(_ForeignHost(names), _Refused))
+
+
+def guard_components(app: Application) -> None:
+    """Serve Panel's `/components/MODULE/CLASS/ATTRIBUTE/PATH` resources only for a MODULE of panel
+    or bokeh that is imported already (Panel's handler imports any module the URL names, so that
+    one GET, from any page a local browser opens, ran a module's code in the server), and only to
+    a logged-in user when the server has a login (Panel's handler asked for none)."""
+    from panel.io.server import AuthenticatedStaticFileHandler, ComponentResourceHandler
+
+    class ComponentResources(AuthenticatedStaticFileHandler, ComponentResourceHandler):
+        def parse_url_path(self, path: str) -> str:
+            module = path.partition("/")[0]
+            if not module.startswith(COMPONENT_MODULES) or module not in sys.modules:
+                raise HTTPError(404)
+            return super().parse_url_path(path)
+
+    rules = [r for r in app.wildcard_router.rules if r.target is ComponentResourceHandler]
+    if not rules:
+        raise ServeError("this Panel serves its components elsewhere: xcviz cannot guard them")
+    for rule in rules:
+        rule.target = ComponentResources
 
 
 def _private_file(path: str | Path, what: str) -> str:
@@ -189,9 +221,13 @@ class LoginLimiter:
 
 def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
     """Panel's basic-auth provider, with a login handler that compares in constant time and
-    refuses a client over the limit of failed logins, and xcviz's own login and logout pages
-    (xcviz.login_pages)."""
-    from panel.auth import BasicAuthProvider, BasicLoginHandler
+    refuses a client over the limit of failed logins, a logout that revokes the cookie it logs out
+    of (Panel's only asked the browser to forget it: a copy kept opened the dashboard for the
+    cookie's lifetime, a day), and xcviz's own login and logout pages (xcviz.login_pages)."""
+    from panel.auth import BasicAuthProvider, BasicLoginHandler, LogoutHandler
+    from panel.config import config
+
+    revoked: dict[str, float] = {}  # logged-out user cookies -> when; kept until they expire anyway
 
     def matches(user: str, password: str) -> bool:
         expected = credentials.get(user) if isinstance(credentials, dict) else credentials
@@ -212,20 +248,41 @@ def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
             limiter.record(self.request.remote_ip, ok)
             return ok
 
+    class RevokingLogout(LogoutHandler):
+        def get(self) -> None:
+            now, lifetime = time.time(), config.oauth_expiry * 86400
+            for old in [c for c, t in revoked.items() if now - t > lifetime]:
+                del revoked[old]
+            if self.get_cookie("user"):
+                revoked[self.get_cookie("user")] = now
+            super().get()
+
     class Provider(BasicAuthProvider):
         @property
         def login_handler(self):
             LimitedLogin._login_endpoint, LimitedLogin._login_template = self._login_endpoint, self._login_template
             return LimitedLogin
 
+        @property
+        def logout_handler(self):
+            RevokingLogout._login_endpoint = self._login_endpoint
+            RevokingLogout._logout_template = self._logout_template
+            return RevokingLogout
+
+        @property
+        def get_user(self):
+            signed_in = super().get_user
+            return lambda handler: None if handler.get_cookie("user") in revoked else signed_in(handler)
+
     provider = Provider()
     provider._login_template, provider._logout_template = LOGIN_TEMPLATE, LOGOUT_TEMPLATE  # no CDN, no ?error= text
     return provider
 
 
-def dashboard_page(home: str | None, data_dirs: list[str]):
+def dashboard_page(home: str | None, data_dirs: list[str], schedulers: list[str] = ()):
     """The function that builds each page opened: a new dashboard over the run store (home: None
-    for $XCVIZ_HOME or ./xcviz-runs). `xcviz serve` and apps/dashboard.py both build pages with it."""
+    for $XCVIZ_HOME or ./xcviz-runs), offering the data in `data_dirs` and the Dask `schedulers`.
+    `xcviz serve` and apps/dashboard.py both build pages with it."""
     def page():
         import panel as pn
 
@@ -234,17 +291,18 @@ def dashboard_page(home: str | None, data_dirs: list[str]):
 
         pn.extension("tabulator")
         try:
-            return Dashboard(RunStore(home), data_dirs=data_dirs).view()
+            return Dashboard(RunStore(home), data_dirs=data_dirs, schedulers=schedulers).view()
         except StoreError as exc:  # an unusable store: an alert, not a blank page
             return pn.pane.Alert(html.escape(f"The run store cannot be opened: {exc}"), alert_type="danger")
     return page
 
 
 def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = None,
-          data_dirs: list[str] = (), allow_hosts: list[str] = (), basic_auth: str | None = None,
-          cookie_secret_file: str | None = None) -> None:
-    """Serve the dashboard at http://ADDRESS:PORT/dashboard until stopped (Ctrl-C, SIGTERM).
-    Secrets are read from the environment (and files) and removed from the environment."""
+          data_dirs: list[str] = (), allow_hosts: list[str] = (), schedulers: list[str] = (),
+          basic_auth: str | None = None, cookie_secret_file: str | None = None) -> None:
+    """Serve the dashboard at http://ADDRESS:PORT/dashboard until stopped (Ctrl-C, SIGTERM); its
+    runs read files inside `data_dirs` only and use the Dask `schedulers` only. Secrets are read
+    from the environment (and files) and removed from the environment."""
     from panel.io.server import get_server
 
     refuse_ipv6(address, list(allow_hosts))
@@ -257,8 +315,10 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
     if credentials is not None:
         options["auth_provider"] = _auth_provider(credentials, LoginLimiter())
     try:
-        server = get_server({"dashboard": dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs])},
+        page = dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs], list(schedulers))
+        server = get_server({"dashboard": page},
                             port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
+                            exclude_cookies=AUTH_COOKIES, exclude_headers=AUTH_HEADERS,
                             show=False, start=False, title="xcviz", **options)
     except OSError as exc:  # the bind: "[Errno 98] Address already in use" named neither port nor remedy
         if exc.errno == errno.EADDRINUSE:
@@ -266,6 +326,7 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
                           f"choose another with --port") from None
         raise OSError(f"cannot listen on {address} port {port}: {exc.strerror or exc}") from None
     guard_hosts(server._tornado, names)
+    guard_components(server._tornado)
     shown = f"[{address}]" if ":" in address else address
     print(f"xcviz: serving http://{shown}:{server.port}/dashboard (Host names accepted: {', '.join(names)}"
           f"{'; login required' if credentials is not None else ''})", flush=True)

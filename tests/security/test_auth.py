@@ -2,6 +2,7 @@
 the server or of the runs it starts) nor in the runs' environment, wrong passwords and forged cookies
 refused, failed logins limited, the right password lets a browser in."""
 import http.client
+import json
 import os
 import secrets
 import subprocess
@@ -18,9 +19,10 @@ from xcviz.runs.store import RunStore
 from xcviz.server import MAX_FAILURES
 
 
-def _request(port: int, method: str, path: str, cookie: str = "", form: dict | None = None):
+def _request(port: int, method: str, path: str, cookie: str = "", form: dict | None = None,
+             headers: dict | None = None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Cookie": cookie} if cookie else {}
+    headers = {**(headers or {}), **({"Cookie": cookie} if cookie else {})}
     body = None
     if form is not None:
         body = urllib.parse.urlencode(form)
@@ -136,6 +138,31 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
                 assert password not in environ and secret not in environ, pid
         assert errors == []
     assert server_errors(log) == []
+
+
+def test_the_page_holds_no_login_cookie_and_a_logout_revokes_it(tmp_path):
+    """The page's session token (readable by the page's scripts) copied the HttpOnly login cookie
+    in; and after a logout the same cookie, kept by anyone who had it, still opened the dashboard."""
+    from bokeh.util.token import get_token_payload
+
+    password = "pw-" + secrets.token_hex(8)
+    with serve(["--home", str(tmp_path / "home")], tmp_path / "server.log",
+               env={"XCVIZ_PASSWORD": password}) as (_proc, port):
+        _, _, cookie = _login(port, password)
+        page = _request(port, "GET", "/dashboard", cookie=cookie, headers={"Authorization": "Basic c2VjcmV0"})
+        assert page.status == 200
+        payload = get_token_payload(session_token(page.read_body))
+        assert "user" not in payload.get("cookies", {}), payload
+        assert not {"Cookie", "Authorization"} & set(payload.get("headers", {})), payload
+        assert cookie.split("=", 1)[1].strip('"') not in json.dumps(payload)
+        other = _login(port, password)[2]  # a second browser's login
+        assert _request(port, "GET", "/logout", cookie=cookie).status == 200
+        assert not _opens_dashboard(port, cookie)  # the logged-out cookie is refused ...
+        token = session_token(_request(port, "GET", "/dashboard", cookie=other).read_body)
+        assert open_websocket(port, token, {"Origin": f"http://127.0.0.1:{port}", "Cookie": cookie}).startswith(
+            "refused")  # ... on the websocket too
+        assert _opens_dashboard(port, other)  # the other login stays
+        assert _opens_dashboard(port, _login(port, password)[2])  # and logging in again works
 
 
 def _serve_refused(*args: str, env: dict | None = None) -> str:

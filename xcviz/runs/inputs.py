@@ -4,7 +4,10 @@ confined to, and fingerprints that tell whether they changed since the run was l
 A run launched from the dashboard is confined to the server's data folders: every file it reads
 (training file, test file) must resolve, symlinks followed, to a path inside one of them, checked
 at launch and again by the worker each time it starts (launch and resume). Errors name the file as
-given and the problem, never what a link points to or what the file holds.
+given and the problem, never what a link points to or what the file holds. Such a run may train on
+threads, on a local cluster, or on one of the Dask schedulers the server was started with
+(`xcviz serve --allow-scheduler`): a scheduler sends results back to the run's process, which
+unpickles them, so an address a page's user chose would let that user's scheduler run code there.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 from ..data.registry import BUNDLED, bundled_files
 from ..data.shards import is_sharded, open_shards
 from ..regular_file import open_regular
+from .cluster import parse_cluster
 from .spec import RunSpec
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)
@@ -73,16 +77,27 @@ def fingerprint(path: Path) -> dict:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest.hexdigest(), "whole": whole}
 
 
-def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None) -> dict:
+def allowed_cluster(cluster: str | None, schedulers: list[str]) -> None:
+    """InputError unless a confined run's `cluster` is none, a local cluster or one of `schedulers`."""
+    if cluster is not None and parse_cluster(cluster).kind != "local" and cluster not in schedulers:
+        raise InputError(f"the Dask scheduler {cluster[:100]!r} is not one this server was started with "
+                         f"(xcviz serve --allow-scheduler): a scheduler can run code in the run's process")
+
+
+def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None, schedulers: list[str] = ()) -> dict:
     """What the store keeps of a run's inputs at launch: the folders it is confined to (None: not
-    confined, a local user's own launch) and each file's fingerprint. Refuses a file outside."""
+    confined, a local user's own launch), the schedulers it may use then, and each file's
+    fingerprint. Refuses a file outside, or a scheduler not among `schedulers`."""
     files, is_bundled = input_files(spec)
+    if data_dirs is not None:
+        allowed_cluster(spec.cluster, list(schedulers))
     if data_dirs is not None and not is_bundled:
         confined(files, data_dirs)
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise InputError(f"{missing[0]}: no such file")
     return {"confined": None if data_dirs is None else [str(Path(d).resolve()) for d in data_dirs],
+            "schedulers": None if data_dirs is None else list(schedulers),
             "files": {str(f): fingerprint(f) for f in files}}
 
 
@@ -93,6 +108,8 @@ def check(spec: RunSpec, recorded: dict) -> tuple[str, str | None]:
     the file checked is the file read). InputError names the file otherwise."""
     files, is_bundled = input_files(spec)
     folders = recorded.get("confined")
+    if folders is not None:
+        allowed_cluster(spec.cluster, recorded.get("schedulers") or [])
     if folders is not None and not is_bundled:
         files = confined(files, folders)
     for given, then in (recorded.get("files") or {}).items():

@@ -7,6 +7,7 @@ between the two steps leaves an interrupted run, never one queued for ever.
 """
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -19,10 +20,27 @@ from .store import RunStore, StoreError, process_start
 FINAL = ("done", "failed", "cancelled", "interrupted")
 
 
+def _private_log(path: str | os.PathLike) -> io.BufferedWriter:
+    """The run's log.txt opened to append, readable by this user alone (0600 from the moment it
+    exists; an older run's log loses the group's and others' bits)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        mode = os.fstat(fd).st_mode & 0o777
+        if mode & 0o077:
+            try:
+                os.fchmod(fd, mode & 0o700)
+            except PermissionError:
+                pass  # another user's (root's) log: not ours to change, and the store folder hides it
+        return os.fdopen(fd, "ab")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _start(store: RunStore, run: str, token: str) -> int:
     """Start the worker of a run this process has claimed; a start that fails fails the run."""
     try:
-        log = (store.run_dir(run) / "log.txt").open("ab")
+        log = _private_log(store.run_dir(run) / "log.txt")
         with log:
             proc = subprocess.Popen([sys.executable, "-m", "xcviz.runs.worker", str(store.home.resolve()), run, token],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -34,11 +52,13 @@ def _start(store: RunStore, run: str, token: str) -> int:
     return proc.pid
 
 
-def launch(spec: RunSpec, store: RunStore, data_dirs: list[str | os.PathLike] | None = None) -> str:
+def launch(spec: RunSpec, store: RunStore, data_dirs: list[str | os.PathLike] | None = None,
+           schedulers: list[str] = ()) -> str:
     """Record the run as queued and start its worker; returns the run id. With `data_dirs` (the
-    dashboard's), every file the run reads must lie inside them, now and at every resume."""
+    dashboard's), every file the run reads must lie inside them, and a Dask scheduler it uses must
+    be one of `schedulers`, now and at every resume."""
     spec.validate()
-    run = store.create(spec.to_json(), spec.name, inputs=record(spec, data_dirs))
+    run = store.create(spec.to_json(), spec.name, inputs=record(spec, data_dirs, schedulers))
     _start(store, run, store.token(run))
     return run
 

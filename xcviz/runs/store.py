@@ -12,6 +12,13 @@ makes liveness exact even when the system reuses a pid, and a claim token. Launc
 claims the run in one transaction that checks its status; the worker then takes the run only with
 that token, and writes a block only while it still holds it. Every SQLite failure (a missing,
 truncated, locked or read-only store) is raised as one `StoreError` naming the store.
+
+The store is private: its folder is made 0700 and `runs.sqlite` 0600 (SQLite gives its -wal and
+-shm files the database's mode). A store folder or database that another user owns, that group or
+others may write, or that is a link made by another user is refused when the store is opened:
+whoever can write the store decides what a run does (a trigger can point its `cluster` at a Dask
+scheduler of theirs, which runs code as the user). A store of this user that others may only read
+(made by an older xcviz) has the group and other bits taken away on open.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import re
 import shutil
 import socket
 import sqlite3
+import stat
 import time
 import uuid
 from contextlib import contextmanager
@@ -120,6 +128,43 @@ def _new_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
+def _check_private(path: Path, what: str, kind, missing_ok: bool = False) -> None:
+    """Refuse the store's folder or database at `path` unless this user owns it and neither its
+    group nor others may write it (followed if it is a link, and the link itself must be this
+    user's or root's); take away the group's and others' read bits if it has them. The refusal names
+    the path as given and the remedy, nothing read from the file."""
+    me = os.geteuid()
+    try:
+        link = os.lstat(path)
+        info = os.stat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise StoreError(f"{path}: cannot open the run store's {what} (a link to nothing?)") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot check the run store's {what} ({exc.strerror or exc})") from None
+    why = ("whoever can write a run store decides what your runs do (a trigger can send a run to their own Dask "
+           "scheduler, which runs code as you)")
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (me, 0):
+        raise StoreError(f"{path}: the run store's {what} is a link made by another user (uid {link.st_uid}); "
+                         f"refused, since {why}. Use a store of your own (--home or XCVIZ_HOME)")
+    if info.st_uid != me:
+        raise StoreError(f"{path}: the run store's {what} belongs to another user (uid {info.st_uid}, you are "
+                         f"{me}); refused, since {why}. Use a store of your own (--home or XCVIZ_HOME)")
+    if not kind(info.st_mode):
+        kind_name = "folder" if kind is stat.S_ISDIR else "regular file"
+        raise StoreError(f"{path}: the run store's {what} is not a {kind_name}")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o022:
+        raise StoreError(f"{path}: the run store's {what} may be written by its group or others (mode {mode:04o}); "
+                         f"refused, since {why}. If nobody else has changed it, `chmod go-w {path}` and try again")
+    if mode & 0o077:
+        try:
+            os.chmod(path, mode & 0o700)
+        except OSError:
+            pass  # a read-only file system: nobody can write it there either
+
+
 RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # what _new_id makes, and the only ids a folder is made for
 # a name that starts as an id does (the date, then a dash) and is also the start of another run's id
 # is refused by `find` as ambiguous; shorter names ("2", "2026") are found by name, as typed
@@ -131,19 +176,38 @@ class RunStore:
 
     create=False refuses a missing store instead of making an empty one (every command that acts
     on existing runs). A store the user may not write is opened read-only: it can be listed and
-    read, and writing raises StoreError."""
+    read, and writing raises StoreError. Every way in (commands, the dashboard, the worker) makes
+    one of these, so every one refuses a store that is not this user's alone (_check_private)."""
 
     def __init__(self, home: str | os.PathLike | None = None, create: bool = True) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.path = self.home / "runs.sqlite"
-        if not self.path.exists():
-            if not create:
-                raise StoreError(f"{self.path}: no run store here (launch a run first, or pass --home)")
+        if not self.path.exists() and not create:
+            raise StoreError(f"{self.path}: no run store here (launch a run first, or pass --home)")
+        if create and not os.path.lexists(self.home):
             try:
-                self.home.mkdir(parents=True, exist_ok=True)
-                sqlite3.connect(self.path).close()
-            except (OSError, sqlite3.Error) as exc:
+                self.home.parent.mkdir(parents=True, exist_ok=True)
+                os.mkdir(self.home, 0o700)
+                os.chmod(self.home, 0o700)  # whatever the umask
+            except FileExistsError:
+                pass  # made meanwhile by someone: checked below like any existing folder
+            except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
+        _check_private(self.home, "folder", stat.S_ISDIR)
+        if create and not os.path.lexists(self.path):
+            try:  # private from its first moment: never a window in which others could open it
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                try:
+                    os.fchmod(fd, 0o600)
+                finally:
+                    os.close(fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
+        _check_private(self.path, "database", stat.S_ISREG)
+        for suffix in ("-wal", "-shm", "-journal"):  # SQLite reads their pages as the database's
+            _check_private(Path(f"{self.path}{suffix}"), f"{suffix[1:]} file", stat.S_ISREG, missing_ok=True)
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.home, os.W_OK))
         if self.read_only:
             with self._db() as db:
@@ -247,7 +311,8 @@ class RunStore:
 
     def run_dir(self, run: str) -> Path:
         folder = self._folder(run)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
         return folder
 
     def create(self, spec_json: str, name: str = "", inputs: dict | None = None) -> str:

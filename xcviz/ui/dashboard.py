@@ -35,12 +35,13 @@ class Dashboard:
     (the ticked runs; while none is ticked, those launched from this page or, until then, those
     that were training when the page opened)."""
 
-    def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None) -> None:
+    def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None,
+                 schedulers: list[str] = ()) -> None:
         self.store = store or RunStore()
-        self.data_dirs = list(data_dirs or [])
+        self.data_dirs, self.schedulers = list(data_dirs or []), list(schedulers)
         self.live = RunView(self.store)
         self.cache, self.plots, self.positives = self.live.cache, self.live.plots, self.live.positives
-        self.launcher = LaunchPanel(dataset_choices(self.data_dirs), refused_datasets(self.data_dirs))
+        self.launcher = LaunchPanel(dataset_choices(self.data_dirs), refused_datasets(self.data_dirs), self.schedulers)
         self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = self.launcher.launch_message  # below Compare
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
@@ -92,7 +93,8 @@ class Dashboard:
             return
         try:
             dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
-            self.watched = [launch(spec, self.store, self.data_dirs) for spec in self.launcher.specs(dataset, test)]
+            self.watched = [launch(spec, self.store, self.data_dirs, self.schedulers)
+                            for spec in self.launcher.specs(dataset, test)]
         except ValueError as exc:
             self.launch_message.object = markdown_text(exc)
             self.launch_message.visible = True

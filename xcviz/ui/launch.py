@@ -50,17 +50,19 @@ class Workers(param.Parameterized):
 
 class BackendChoice:
     """Where the runs train: numba threads in the run's process, a local Dask cluster of N worker
-    processes (each with the panel's Threads), or an existing scheduler's address."""
+    processes (each with the panel's Threads), or one of the Dask schedulers the server was started
+    with (`schedulers`; none: no such choice). A page's user never types an address: a scheduler
+    sends its workers' results back to the run's process, which unpickles them, so a hostile one
+    runs code there as the server's owner."""
 
-    def __init__(self) -> None:
-        self.kind = pn.widgets.RadioButtonGroup(options=["threads", "local cluster", "scheduler"], value="threads",
-                                                width=WIDTH, label="Run on")
+    def __init__(self, schedulers: list[str] = ()) -> None:
+        kinds = ["threads", "local cluster"] + (["scheduler"] if schedulers else [])
+        self.kind = pn.widgets.RadioButtonGroup(options=kinds, value="threads", width=WIDTH, label="Run on")
         self.workers = ParamInput(Workers(), "workers", refusal=f"workers must be a whole number between 1 and "
                                                                 f"{MAX_LOCAL_WORKERS}")
         self._workers = self.workers.panel()
         self._workers.visible = False
-        self.address = pn.widgets.TextInput(label="Scheduler address", placeholder="tcp://HOST:8786", width=WIDTH,
-                                            visible=False)
+        self.address = pn.widgets.Select(label="Scheduler", options=list(schedulers), width=WIDTH, visible=False)
         self.kind.param.watch(self._show, "value")
 
     def _show(self, _event=None) -> None:
@@ -77,7 +79,7 @@ class BackendChoice:
         if self.kind.value == "local cluster":
             return f"local:{self.workers.params.workers}x{threads}"
         if self.kind.value == "scheduler":
-            return self.address.value.strip()
+            return self.address.value
         return None
 
     def panel(self) -> pn.Column:
@@ -170,8 +172,10 @@ class ParamInput:
 class LaunchPanel:
     """Widgets for one comparison; `specs()` gives one run spec per selected variant."""
 
-    def __init__(self, datasets: dict[str, str], refused: dict[str, str] | None = None) -> None:
-        """`datasets`: label -> value of the data sets offered; `refused`: file -> why it is not. A
+    def __init__(self, datasets: dict[str, str], refused: dict[str, str] | None = None,
+                 schedulers: list[str] = ()) -> None:
+        """`datasets`: label -> value of the data sets offered; `refused`: file -> why it is not;
+        `schedulers`: the Dask schedulers runs may be sent to (see BackendChoice). A
         refused file is listed, with its reason, as an option that blocks Compare rather than a
         disabled one: a browser can still send a disabled option, which Panel then refuses with an
         exception, after setting it and before telling anyone else."""
@@ -185,7 +189,7 @@ class LaunchPanel:
         self.variants = pn.widgets.MultiChoice(label="Variants to compare", width=WIDTH)
         self.threads = ParamInput(Threads(), "threads", refusal=f"threads must be a whole number between 1 and "
                                                                 f"{max_threads()} (the cores of this server)")
-        self.backend = BackendChoice()
+        self.backend = BackendChoice(schedulers)
         self.params_box = pn.Column(margin=0)
         self.compare_button = pn.widgets.Button(label="Compare", color="primary", width=WIDTH)
         self.blocked = pn.pane.HTML("", visible=False, width=WIDTH, styles={"color": "#b00020", "font-size": "12px"})
