@@ -305,7 +305,10 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
     from the environment (and files) and removed from the environment."""
     from panel.io.server import get_server
 
+    from .runs.store import RunStore
+
     refuse_ipv6(address, list(allow_hosts))
+    RunStore(home)  # a store that cannot be used (another user's, say) is refused now, not in each page
     credentials = password_from(os.environ, basic_auth)
     secret = cookie_secret_from(os.environ, cookie_secret_file)
     for name in SECRET_VARIABLES:  # background runs started by the page inherit the environment

@@ -48,9 +48,10 @@ def _refused(home, *phrases) -> str:
 
 
 def _cli_refuses(capsys, home, run, *phrases) -> None:
-    """Every command, the read-only ones included, refuses the store in one line (exit 2)."""
+    """Every command, the read-only ones included, refuses the store in one line (exit 2); `serve`
+    before it listens, not in each page it serves."""
     for command in (["runs"], ["wait", run, "--timeout", "1"], ["cancel", run], ["resume", run], ["delete", run],
-                    ["report", run, "-o", str(home.parent / "r.html")]):
+                    ["report", run, "-o", str(home.parent / "r.html")], ["serve", "--port", "1"]):
         code = main([*command, "--home", str(home)])
         out, err = capsys.readouterr()
         assert code == 2 and SECRET not in out + err, (command, out, err)
