@@ -6,6 +6,7 @@ launch and at resume, before anything connects to it."""
 import socket
 from contextlib import contextmanager
 
+import panel as pn
 import pytest
 from bokeh.document import Document
 
@@ -40,6 +41,8 @@ def test_the_page_offers_only_the_servers_schedulers(tmp_path, small_xc):
     plain = Dashboard(RunStore(tmp_path / "home"), data_dirs=[train.parent])
     plain.view().get_root(Document())
     assert plain.launcher.backend.kind.options == ["threads", "local cluster"]
+    hint = next(w for w in plain.launcher.backend.panel().select(pn.widgets.TooltipIcon)).value
+    assert "--allow-scheduler" in hint  # where the scheduler choice went
     allowed = ["tcp://10.0.0.7:8786", "tls://scheduler.example.org:8786"]
     offered = Dashboard(RunStore(tmp_path / "home"), data_dirs=[train.parent], schedulers=allowed)
     offered.view().get_root(Document())

@@ -83,7 +83,12 @@ class BackendChoice:
         return None
 
     def panel(self) -> pn.Column:
-        return pn.Column(pn.pane.Markdown("Run on", margin=(0, 10)), self.kind, self._workers, self.address)
+        hint = ("threads: in each run's own process; local cluster: Dask worker processes on this machine"
+                + ("; scheduler: one of those this server was started with" if self.address.options else
+                   "; a Dask scheduler: start the server with `xcviz serve --allow-scheduler tcp://HOST:PORT` (a "
+                   "scheduler can run code in the runs' processes, so the page's users cannot type one)"))
+        title = pn.Row(pn.pane.Markdown("Run on", margin=(0, 0, 0, 10)), pn.widgets.TooltipIcon(value=hint), margin=0)
+        return pn.Column(title, self.kind, self._workers, self.address)
 
 
 def variant_groups(solver: str, params: param.Parameterized) -> dict[str, list[str]]:
