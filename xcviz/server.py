@@ -17,8 +17,9 @@ What it adds to Panel's server:
   login, serves only components of panel and bokeh modules already imported, to logged-in users.
 - Login attempts limited per client: after `MAX_FAILURES` wrong passwords within `LOCKOUT` seconds,
   that client's logins are refused with 429 until `LOCKOUT` seconds after the last failure.
-- The login cookie kept out of the page (the session token Bokeh writes into it copies a request's
-  cookies and headers, and page scripts can read it), and a logout that revokes the cookie.
+- No credential in the page: the session token Bokeh writes into it, which page scripts can read,
+  copies no cookie and only harmless headers (TOKEN_HEADERS); and a session id per login, which
+  logout ends.
 The login itself is Panel's basic-auth provider (its signed `user` cookie), with xcviz's pages.
 """
 from __future__ import annotations
@@ -48,10 +49,11 @@ MIN_SECRET = 16  # characters of a given cookie secret: shorter ones can be gues
 MAX_FAILURES = 5
 LOCKOUT = 60.0  # seconds
 COMPONENT_MODULES = ("panel.", "bokeh.")  # the packages whose components the page may load
-# what the page's session token must not copy from the request (page scripts can read the token: the
-# HttpOnly login cookie would be theirs)
-AUTH_COOKIES = ["user", "id_token", "access_token", "refresh_token", "oauth_expiry", "is_guest", "_xsrf"]
-AUTH_HEADERS = ["Cookie", "Authorization", "Proxy-Authorization"]
+SESSION_COOKIE = "xcviz_session"  # the signed id of one login
+# what the page's session token may copy from the request: page scripts can read the token, so no
+# cookie (the HttpOnly login cookie, and any other site's on this host: cookies ignore ports) and no
+# header but these (a proxy's forwarded credentials would be readable too); xcviz reads none of them
+TOKEN_HEADERS = ["Host", "User-Agent", "Accept-Language"]
 
 
 class ServeError(ValueError):
@@ -221,19 +223,35 @@ class LoginLimiter:
 
 def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
     """Panel's basic-auth provider, with a login handler that compares in constant time and
-    refuses a client over the limit of failed logins, a logout that revokes the cookie it logs out
-    of (Panel's only asked the browser to forget it: a copy kept opened the dashboard for the
-    cookie's lifetime, a day), and xcviz's own login and logout pages (xcviz.login_pages)."""
+    refuses a client over the limit of failed logins, a session id of its own for every login, which
+    logout ends (Panel's logout only asked the browser to forget its cookie: a copy kept opened the
+    dashboard for the cookie's lifetime, a day), and xcviz's own login and logout pages
+    (xcviz.login_pages)."""
     from panel.auth import BasicAuthProvider, BasicLoginHandler, LogoutHandler
     from panel.config import config
 
-    revoked: dict[str, float] = {}  # logged-out user cookies -> when; kept until they expire anyway
+    ended: dict[str, float] = {}  # the session ids logged out of -> when; forgotten once their cookies expire
 
     def matches(user: str, password: str) -> bool:
         expected = credentials.get(user) if isinstance(credentials, dict) else credentials
         return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
+    def session(handler) -> str | None:
+        """The login session id a request's cookie names, signed by this server's secret and not
+        logged out of (a restart with the same secret keeps the logins, and forgets the logouts)."""
+        sid = handler.get_secure_cookie(SESSION_COOKIE, max_age_days=config.oauth_expiry)
+        sid = sid.decode() if sid else None
+        return None if sid is None or sid in ended else sid
+
     class LimitedLogin(BasicLoginHandler):
+        def set_current_user(self, user: str) -> None:
+            """Panel's `user` cookie, and a session id of this login alone (the `user` cookie of two
+            logins within one second is the same text: revoking it would end both)."""
+            super().set_current_user(user)
+            if user:
+                self.set_secure_cookie(SESSION_COOKIE, secrets.token_urlsafe(24), expires_days=config.oauth_expiry,
+                                       httponly=True, path=config.cookie_path)
+
         def post(self) -> None:
             wait = limiter.wait(self.request.remote_ip)
             if wait > 0:
@@ -250,11 +268,12 @@ def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
 
     class RevokingLogout(LogoutHandler):
         def get(self) -> None:
-            now, lifetime = time.time(), config.oauth_expiry * 86400
-            for old in [c for c, t in revoked.items() if now - t > lifetime]:
-                del revoked[old]
-            if self.get_cookie("user"):
-                revoked[self.get_cookie("user")] = now
+            sid, now = session(self), time.time()
+            if sid is not None:  # only an id this server signed (a login's): nothing else is kept
+                for old in [k for k, t in ended.items() if now - t > config.oauth_expiry * 86400]:
+                    del ended[old]
+                ended[sid] = now
+            self.clear_cookie(SESSION_COOKIE, path=config.cookie_path)
             super().get()
 
     class Provider(BasicAuthProvider):
@@ -272,7 +291,7 @@ def _auth_provider(credentials: str | dict[str, str], limiter: LoginLimiter):
         @property
         def get_user(self):
             signed_in = super().get_user
-            return lambda handler: None if handler.get_cookie("user") in revoked else signed_in(handler)
+            return lambda handler: signed_in(handler) if session(handler) else None
 
     provider = Provider()
     provider._login_template, provider._logout_template = LOGIN_TEMPLATE, LOGOUT_TEMPLATE  # no CDN, no ?error= text
@@ -321,7 +340,7 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
         page = dashboard_page(home, [str(Path(d).resolve()) for d in data_dirs], list(schedulers))
         server = get_server({"dashboard": page},
                             port=port, address=address, websocket_origin=origins(names, port), cookie_secret=secret,
-                            exclude_cookies=AUTH_COOKIES, exclude_headers=AUTH_HEADERS,
+                            include_cookies=[], include_headers=TOKEN_HEADERS,
                             show=False, start=False, title="xcviz", **options)
     except OSError as exc:  # the bind: "[Errno 98] Address already in use" named neither port nor remedy
         if exc.errno == errno.EADDRINUSE:

@@ -34,9 +34,11 @@ def _request(port: int, method: str, path: str, cookie: str = "", form: dict | N
 
 
 def _login(port: int, password: str, user: str = "someone"):
-    """POST the login form; returns (status, redirect location, the signed user cookie or '')."""
+    """POST the login form; returns (status, redirect location, the login's cookies (the signed user
+    and session id) or '')."""
     response = _request(port, "POST", "/login", form={"username": user, "password": password})
-    cookies = [c.split(";")[0] for c in response.headers.get_all("Set-Cookie") or [] if c.startswith("user=")]
+    cookies = [c.split(";")[0] for c in response.headers.get_all("Set-Cookie") or []
+               if c.startswith(("user=", "xcviz_session="))]
     return response.status, response.headers.get("Location", ""), "; ".join(cookies)
 
 
@@ -90,8 +92,9 @@ def test_password_from_the_environment_and_a_random_cookie_secret(tmp_path):
         assert open_websocket(port, token, {**origin, "Cookie": cookie}) == "ACK"
         assert open_websocket(port, token, origin).startswith("refused")  # the websocket needs the login too
         for secret in (old_secret, "", "secret", password):  # cookies signed with guessable or old secrets
-            forged = create_signed_value(secret, "user", "someone").decode()
-            assert not _opens_dashboard(port, f"user={forged}"), secret
+            forged = (f"user={create_signed_value(secret, 'user', 'someone').decode()}; "
+                      f"xcviz_session={create_signed_value(secret, 'xcviz_session', 'any-id').decode()}")
+            assert not _opens_dashboard(port, forged), secret
         # failed logins: after MAX_FAILURES, even the right password is refused for a while
         for _ in range(MAX_FAILURES):
             assert _login(port, "wrong")[0] == 302
@@ -109,8 +112,9 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
     args = ["--home", str(tmp_path / "home"), "--basic-auth", str(password_file),
             "--cookie-secret-file", str(secret_file)]
     with serve(args, log) as (proc, port), browser_page(1300, 900) as (page, errors):
-        signed = create_signed_value(secret, "user", "someone").decode()
-        assert _opens_dashboard(port, f"user={signed}")  # the given secret signs the cookies
+        signed = (f"user={create_signed_value(secret, 'user', 'someone').decode()}; "
+                  f"xcviz_session={create_signed_value(secret, 'xcviz_session', 'any-id').decode()}")
+        assert _opens_dashboard(port, signed)  # the given secret signs the cookies (a restart keeps logins)
         page.goto(f"http://127.0.0.1:{port}/dashboard")
         page.locator("input[name=username]").fill("someone")
         page.locator("input[name=password]").fill(password)
@@ -140,29 +144,35 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
     assert server_errors(log) == []
 
 
-def test_the_page_holds_no_login_cookie_and_a_logout_revokes_it(tmp_path):
+def test_the_page_holds_no_credential_and_a_logout_ends_its_own_login_only(tmp_path):
     """The page's session token (readable by the page's scripts) copied the HttpOnly login cookie
-    in; and after a logout the same cookie, kept by anyone who had it, still opened the dashboard."""
+    in, and any other cookie or header (another local app's login cookie: cookies ignore ports; a
+    proxy's forwarded token). After a logout the same cookie, kept by anyone who had it, still
+    opened the dashboard; and two logins within one second get the same `user` cookie, so a logout
+    must end its own login, not the text of its cookie."""
     from bokeh.util.token import get_token_payload
 
     password = "pw-" + secrets.token_hex(8)
     with serve(["--home", str(tmp_path / "home")], tmp_path / "server.log",
                env={"XCVIZ_PASSWORD": password}) as (_proc, port):
-        _, _, cookie = _login(port, password)
-        page = _request(port, "GET", "/dashboard", cookie=cookie, headers={"Authorization": "Basic c2VjcmV0"})
+        first, second = _login(port, password)[2], _login(port, password)[2]  # most often within one second
+        jupyter = "username-127-0-0-1-8888=jupyter-secret"
+        page = _request(port, "GET", "/dashboard", cookie=f"{first}; {jupyter}",
+                        headers={"Authorization": "Basic c2VjcmV0", "X-Forwarded-Access-Token": "proxy-secret"})
         assert page.status == 200
-        payload = get_token_payload(session_token(page.read_body))
-        assert "user" not in payload.get("cookies", {}), payload
-        assert not {"Cookie", "Authorization"} & set(payload.get("headers", {})), payload
-        assert cookie.split("=", 1)[1].strip('"') not in json.dumps(payload)
-        other = _login(port, password)[2]  # a second browser's login
-        assert _request(port, "GET", "/logout", cookie=cookie).status == 200
-        assert not _opens_dashboard(port, cookie)  # the logged-out cookie is refused ...
-        token = session_token(_request(port, "GET", "/dashboard", cookie=other).read_body)
-        assert open_websocket(port, token, {"Origin": f"http://127.0.0.1:{port}", "Cookie": cookie}).startswith(
+        payload = json.dumps(get_token_payload(session_token(page.read_body)))
+        for secret in ("jupyter-secret", "proxy-secret", "c2VjcmV0", "user", "xcviz_session", "2|1:0|"):
+            assert secret not in payload, (secret, payload)
+        assert _request(port, "GET", "/logout", cookie=first).status == 200
+        assert not _opens_dashboard(port, first)  # the logged-out login is refused ...
+        token = session_token(_request(port, "GET", "/dashboard", cookie=second).read_body)
+        assert open_websocket(port, token, {"Origin": f"http://127.0.0.1:{port}", "Cookie": first}).startswith(
             "refused")  # ... on the websocket too
-        assert _opens_dashboard(port, other)  # the other login stays
-        assert _opens_dashboard(port, _login(port, password)[2])  # and logging in again works
+        assert _opens_dashboard(port, second)  # the other login stays, even with the same `user` cookie
+        assert _opens_dashboard(port, _login(port, password)[2])  # and logging in again works at once
+        junk = "user=x; xcviz_session=" + "y" * 4000  # a logout with cookies of no login changes nothing
+        assert _request(port, "GET", "/logout", cookie=junk).status == 200
+        assert _opens_dashboard(port, second)
 
 
 def _serve_refused(*args: str, env: dict | None = None) -> str:

@@ -76,6 +76,15 @@ def test_a_scheduler_the_server_was_not_started_with_is_refused(tmp_path, small_
         assert "not one this server was started with" in capsys.readouterr().err
         assert store.get(run)["status"] == "cancelled"
         assert not _connected(server), "something connected to the scheduler"
+        # a run launched while the server allowed the scheduler, resumed from a page of a server that
+        # no longer does: refused (the list saved at launch is not enough)
+        allowed_then = store.create(spec.to_json(), "allowed-then", inputs=record(spec, [train.parent], [address]))
+        store.update(allowed_then, status="cancelled")
+        page = Dashboard(store, data_dirs=[train.parent], schedulers=[])
+        with pytest.raises(InputError, match="not one this server was started with"):
+            page.runs._resume(allowed_then)
+        assert store.get(allowed_then)["status"] == "cancelled"
+        assert not _connected(server), "something connected to the scheduler"
     assert store.get(run)["inputs"]["schedulers"] == []
 
 

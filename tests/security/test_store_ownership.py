@@ -51,7 +51,8 @@ def _cli_refuses(capsys, home, run, *phrases) -> None:
     """Every command, the read-only ones included, refuses the store in one line (exit 2); `serve`
     before it listens, not in each page it serves."""
     for command in (["runs"], ["wait", run, "--timeout", "1"], ["cancel", run], ["resume", run], ["delete", run],
-                    ["report", run, "-o", str(home.parent / "r.html")], ["serve", "--port", "1"]):
+                    ["report", run, "-o", str(home.parent / "r.html")],
+                    ["serve", "--address", "192.0.2.1", "--port", "9"]):  # a refusal, not "cannot listen"
         code = main([*command, "--home", str(home)])
         out, err = capsys.readouterr()
         assert code == 2 and SECRET not in out + err, (command, out, err)
@@ -203,3 +204,34 @@ def test_a_planted_store_with_a_trigger_never_gets_a_run(tmp_path, monkeypatch, 
         assert sorted(r[0] for r in db.execute("SELECT name FROM runs")) == sorted([SECRET, "queued"])
         assert db.execute("SELECT status, claim FROM runs WHERE id = ?", (planted_run,)).fetchone() == ("queued", token)
     assert not (home / "runs").exists()  # no run folder, no log, no worker
+
+
+def test_a_folder_named_as_the_store_keeps_its_mode_unless_it_is_a_store(tmp_path):
+    """`--home ~` or `--home ~/project` had made that folder 0700: only a store's own folder is
+    tightened (one xcviz made, or one holding runs.sqlite); its database and run folders are private
+    either way."""
+    project = tmp_path / "project"
+    project.mkdir()
+    project.chmod(0o755)
+    (project / "notes.txt").write_text("mine")
+    store, run = _store_with_a_run(project)
+    assert _mode(project) == 0o755 and _mode(store.path) == 0o600 and _mode(store.run_dir(run)) == 0o700
+
+
+def test_a_store_in_a_folder_anyone_may_write_is_refused_and_a_swapped_store_too(tmp_path):
+    """A store's folder checked alone could be renamed away by whoever may write the folder above it
+    and replaced by theirs; an open store (a page, a worker, for hours) re-checks that its folder and
+    database are still the ones it checked."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # no sticky bit: anyone may rename what is in it
+    with pytest.raises(StoreError, match="anyone may write"):
+        RunStore(shared / "xcviz-runs")
+    assert not (shared / "xcviz-runs").exists()  # nothing made there
+    shared.chmod(0o1777)  # sticky, as /tmp: only an entry's owner may rename it
+    store, run = _store_with_a_run(shared / "xcviz-runs")
+    os.rename(shared / "xcviz-runs", shared / "moved")
+    _store_with_a_run(shared / "xcviz-runs")  # someone's store in its place (ours here: root cannot be denied)
+    with pytest.raises(StoreError, match="replaced since it was opened"):
+        store.list()
+    assert RunStore(shared / "moved").get(run)["name"] == SECRET

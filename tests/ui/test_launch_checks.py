@@ -122,7 +122,7 @@ def test_resume_says_a_multiclass_run_starts_again_and_delete_refuses_a_training
     import xcviz.ui.runs_table as runs_table
 
     resumed = []
-    monkeypatch.setattr(runs_table, "resume", lambda _store, run: resumed.append(run))  # no worker process
+    monkeypatch.setattr(runs_table, "resume", lambda _store, run, _schedulers: resumed.append(run))  # no worker process
     store = RunStore(tmp_path / "home")
     ldgs = store.create(RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json(), "bibtex-decomp")
     dismec = store.create(RunSpec(dataset="bibtex", params={}).validate().to_json(), "bibtex-zero")

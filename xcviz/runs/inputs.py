@@ -101,15 +101,18 @@ def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None, schedulers:
             "files": {str(f): fingerprint(f) for f in files}}
 
 
-def check(spec: RunSpec, recorded: dict) -> tuple[str, str | None]:
+def check(spec: RunSpec, recorded: dict, schedulers: list[str] | None = None) -> tuple[str, str | None]:
     """Before a run reads its inputs (at launch and at every resume): each still inside the
     folders recorded at launch and unchanged since. Returns what to read, as `registry.resolve`
     takes it: the bundled name, or the training and test paths (resolved when confined, so that
-    the file checked is the file read). InputError names the file otherwise."""
+    the file checked is the file read). InputError names the file otherwise, or a confined run's Dask
+    scheduler that was not allowed at launch or is not among `schedulers` (the resuming server's)."""
     files, is_bundled = input_files(spec)
     folders = recorded.get("confined")
-    if folders is not None:
+    if folders is not None:  # allowed at launch, and by the server resuming it (`schedulers`) if it says
         allowed_cluster(spec.cluster, recorded.get("schedulers") or [])
+        if schedulers is not None:
+            allowed_cluster(spec.cluster, schedulers)
     if folders is not None and not is_bundled:
         files = confined(files, folders)
     for given, then in (recorded.get("files") or {}).items():

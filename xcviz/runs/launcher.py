@@ -63,11 +63,12 @@ def launch(spec: RunSpec, store: RunStore, data_dirs: list[str | os.PathLike] | 
     return run
 
 
-def resume(store: RunStore, run: str) -> None:
+def resume(store: RunStore, run: str, schedulers: list[str] | None = None) -> None:
     """Restart an interrupted, cancelled or failed run whose inputs have not changed; labels
-    already trained are not trained again."""
+    already trained are not trained again. `schedulers` (the dashboard's): a confined run's Dask
+    scheduler must still be one of them, not only one of those allowed when it was launched."""
     row = store.get(run)
-    check(RunSpec.from_json(row["spec"], source=f"run {run}"), row["inputs"])
+    check(RunSpec.from_json(row["spec"], source=f"run {run}"), row["inputs"], schedulers)
     _start(store, run, store.claim(run))
 
 

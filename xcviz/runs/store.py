@@ -128,18 +128,20 @@ def _new_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def _check_private(path: Path, what: str, kind, missing_ok: bool = False) -> None:
+def _check_private(path: Path, what: str, kind, missing_ok: bool = False,
+                   tighten: bool = True) -> os.stat_result | None:
     """Refuse the store's folder or database at `path` unless this user owns it and neither its
     group nor others may write it (followed if it is a link, and the link itself must be this
-    user's or root's); take away the group's and others' read bits if it has them. The refusal names
-    the path as given and the remedy, nothing read from the file."""
+    user's or root's); with `tighten`, take away the group's and others' read bits if it has them.
+    Returns what was checked (None: missing and `missing_ok`). The refusal names the path as given
+    and the remedy, nothing read from the file."""
     me = os.geteuid()
     try:
         link = os.lstat(path)
         info = os.stat(path)
     except FileNotFoundError:
         if missing_ok:
-            return
+            return None
         raise StoreError(f"{path}: cannot open the run store's {what} (a link to nothing?)") from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot check the run store's {what} ({exc.strerror or exc})") from None
@@ -158,11 +160,24 @@ def _check_private(path: Path, what: str, kind, missing_ok: bool = False) -> Non
     if mode & 0o022:
         raise StoreError(f"{path}: the run store's {what} may be written by its group or others (mode {mode:04o}); "
                          f"refused, since {why}. If nobody else has changed it, `chmod go-w {path}` and try again")
-    if mode & 0o077:
+    if tighten and mode & 0o077:
         try:
             os.chmod(path, mode & 0o700)
         except OSError:
             pass  # a read-only file system: nobody can write it there either
+    return info
+
+
+def _check_parent(home: Path) -> None:
+    """Refuse a store whose folder another user could rename or replace: one inside a folder that
+    another user (not root) owns, or that everyone may write without the sticky bit (in /tmp,
+    sticky, only the owner may rename its own entries)."""
+    parent = home.absolute().parent.resolve()
+    info = os.stat(parent)
+    if info.st_uid not in (os.geteuid(), 0) or (info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX):
+        raise StoreError(f"{home}: the run store's folder lies in {parent}, which another user owns or anyone may "
+                         f"write (mode {stat.S_IMODE(info.st_mode):04o}): they could swap the store for their own. "
+                         f"Use a store in a folder of your own (--home or XCVIZ_HOME)")
 
 
 RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # what _new_id makes, and the only ids a folder is made for
@@ -184,16 +199,21 @@ class RunStore:
         self.path = self.home / "runs.sqlite"
         if not self.path.exists() and not create:
             raise StoreError(f"{self.path}: no run store here (launch a run first, or pass --home)")
+        made = False
         if create and not os.path.lexists(self.home):
             try:
                 self.home.parent.mkdir(parents=True, exist_ok=True)
+                _check_parent(self.home)  # before making anything there
                 os.mkdir(self.home, 0o700)
                 os.chmod(self.home, 0o700)  # whatever the umask
+                made = True
             except FileExistsError:
                 pass  # made meanwhile by someone: checked below like any existing folder
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
-        _check_private(self.home, "folder", stat.S_ISDIR)
+        _check_parent(self.home)
+        # an existing folder is tightened only if it is a store already (`--home ~` must not make ~ 0700)
+        folder = _check_private(self.home, "folder", stat.S_ISDIR, tighten=made or self.path.exists())
         if create and not os.path.lexists(self.path):
             try:  # private from its first moment: never a window in which others could open it
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -205,7 +225,8 @@ class RunStore:
                 pass
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
-        _check_private(self.path, "database", stat.S_ISREG)
+        database = _check_private(self.path, "database", stat.S_ISREG)
+        self._identity = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino)
         for suffix in ("-wal", "-shm", "-journal"):  # SQLite reads their pages as the database's
             _check_private(Path(f"{self.path}{suffix}"), f"{suffix[1:]} file", stat.S_ISREG, missing_ok=True)
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.home, os.W_OK))
@@ -234,7 +255,15 @@ class RunStore:
 
     def _connect(self) -> sqlite3.Connection:
         """A connection that never creates the file: a store deleted under a run is an error, not
-        a new empty store."""
+        a new empty store; nor one whose folder or database was replaced since it was checked."""
+        try:
+            folder, database = os.stat(self.home), os.stat(self.path)
+            same = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino) == self._identity
+        except FileNotFoundError:
+            same = True  # gone: the connection below says so
+        if not same:
+            raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
+                             f"to have it checked)")
         mode = "ro" if self.read_only else "rw"
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True, timeout=60,
                              isolation_level=None)

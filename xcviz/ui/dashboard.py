@@ -45,7 +45,7 @@ class Dashboard:
         self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = self.launcher.launch_message  # below Compare
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
-        self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget)
+        self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget, schedulers=self.schedulers)
         self.export = ExportButtons(self.store, self.runs.ticked)
         self.inspector = LabelInspector()
         self.workers = WorkersView(self.store)

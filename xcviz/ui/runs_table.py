@@ -116,8 +116,10 @@ class RunsTable:
     """The table, its filters and the actions on ticked runs. `on_change` is called after an action
     changed the store; `on_delete(run)` after a run was deleted."""
 
-    def __init__(self, store: RunStore, on_change: Callable[[], None], on_delete: Callable[[str], None]) -> None:
+    def __init__(self, store: RunStore, on_change: Callable[[], None], on_delete: Callable[[str], None],
+                 schedulers: list[str] = ()) -> None:
         self.store, self.on_change, self.on_delete = store, on_change, on_delete
+        self.schedulers = list(schedulers)  # the Dask schedulers a resumed run may still use
         self.filters = {c: pn.widgets.MultiChoice(label=c, options=[], width=150, placeholder=f"all {c}s"
                                                   if c != "status" else "any status", margin=(0, 5))
                         for c in FILTERED}
@@ -230,7 +232,7 @@ class RunsTable:
         """Resume a run; says so when it starts again from scratch (a multiclass solver keeps no
         checkpoint: a resumed LDGS run cancelled at epoch 12 of 30 trains its 30 epochs anew, and
         its records start over)."""
-        resume(self.store, run)
+        resume(self.store, run, self.schedulers)
         return restart_note(self.store.get(run))
 
     def _ticked_or_ask(self, verb: str) -> list[str]:
