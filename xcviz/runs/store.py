@@ -173,7 +173,10 @@ def _check_parent(home: Path) -> None:
     another user (not root) owns, or that everyone may write without the sticky bit (in /tmp,
     sticky, only the owner may rename its own entries)."""
     parent = home.absolute().parent.resolve()
-    info = os.stat(parent)
+    try:
+        info = os.stat(parent)
+    except OSError as exc:
+        raise StoreError(f"{home}: cannot check the folder the run store lies in ({exc.strerror or exc})") from None
     if info.st_uid not in (os.geteuid(), 0) or (info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX):
         raise StoreError(f"{home}: the run store's folder lies in {parent}, which another user owns or anyone may "
                          f"write (mode {stat.S_IMODE(info.st_mode):04o}): they could swap the store for their own. "
