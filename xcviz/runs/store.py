@@ -203,18 +203,18 @@ class RunStore:
         if not self.path.exists() and not create:
             raise StoreError(f"{self.path}: no run store here (launch a run first, or pass --home)")
         made = False
-        if create and not os.path.lexists(self.home):
-            try:
+        try:
+            if create:
                 self.home.parent.mkdir(parents=True, exist_ok=True)
-                _check_parent(self.home)  # before making anything there
+            _check_parent(self.home)  # before making anything there
+            if create and not os.path.lexists(self.home):
                 os.mkdir(self.home, 0o700)
                 os.chmod(self.home, 0o700)  # whatever the umask
                 made = True
-            except FileExistsError:
-                pass  # made meanwhile by someone: checked below like any existing folder
-            except OSError as exc:
-                raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
-        _check_parent(self.home)
+        except FileExistsError:
+            pass  # made meanwhile by someone: checked below like any existing folder
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
         # an existing folder is tightened only if it is a store already (`--home ~` must not make ~ 0700)
         folder = _check_private(self.home, "folder", stat.S_ISDIR, tighten=made or self.path.exists())
         if create and not os.path.lexists(self.path):
