@@ -1,5 +1,5 @@
 """The mini-batch schedule MEMOIR and LDGS share: every row once an epoch, in the generator's
-shuffles; records at most records_per_epoch an epoch, each epoch ending on one; a stop ends the
+shuffles; min(records_per_epoch, batches) evenly spaced records an epoch, each epoch ending on one; a stop ends the
 run before the next batch."""
 import numpy as np
 import pytest
@@ -31,7 +31,9 @@ def test_every_row_once_an_epoch_and_the_records_spaced_within_it(n, batch, epoc
     records = [e[1] for e in events if e[0] == "record"]
     for e in range(epochs):
         inside = [s for s in records if e * batches_an_epoch < s <= (e + 1) * batches_an_epoch]
-        assert 1 <= len(inside) <= per_epoch and inside[-1] == (e + 1) * batches_an_epoch
+        assert len(inside) == min(per_epoch, batches_an_epoch) and inside[-1] == (e + 1) * batches_an_epoch
+        gaps = np.diff([e * batches_an_epoch] + inside)  # evenly spaced: the gaps differ by one batch at most
+        assert gaps.max() - gaps.min() <= 1
     # order after a batch: progress, then its record, then the end of its epoch
     assert [e for e in events if e[0] != "progress"][-2:] == [("record", schedule.total), ("epoch", epochs)]
     assert [e[1] for e in events if e[0] == "epoch"] == list(range(1, epochs + 1))

@@ -226,13 +226,13 @@ def test_records_follow_the_protocol(small):
     assert sink.summary["batches"] == 12
 
 
-def test_an_epoch_has_at_most_records_per_epoch_records_and_ends_on_one(small):
-    """9 batches an epoch, 2 records an epoch: after batches 5 and 9 of each (the window counted
-    from the epoch's start; counted over the whole run it drifted, 3 records in the second epoch)."""
+def test_an_epoch_has_records_per_epoch_records_evenly_spaced_and_ends_on_one(small):
+    """9 batches an epoch, 4 records an epoch: after batches 2, 4, 6 and 9 of each, floor(k 9 / 4)
+    counted from the epoch's start (a window of ceil(9 / 4) = 3 batches gave 3 records, not 4)."""
     X, y = small
     sink = MemorySink()
-    fit_memoir(X, y, MemoirParams(oracle="random", epochs=3, batch_size=34, records_per_epoch=2), recorder=sink)
-    assert list(sink.iterations["batch"]) == [0, 5, 9, 14, 18, 23, 27]
+    fit_memoir(X, y, MemoirParams(oracle="random", epochs=2, batch_size=34, records_per_epoch=4), recorder=sink)
+    assert list(sink.iterations["batch"]) == [0, 2, 4, 6, 9, 11, 13, 15, 18]
 
 
 def test_the_model_does_not_depend_on_the_thread_count(small):

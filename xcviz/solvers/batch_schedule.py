@@ -1,7 +1,7 @@
 """The mini-batch schedule the SGD solvers share (MEMOIR, LDGS): the rows shuffled anew every epoch
 and cut into batches, a stop asked before every batch, progress reported after it, and a
-diagnostic record after every ceil(batches per epoch / records per epoch)-th batch of an epoch and
-after its last, so an epoch has at most `records_per_epoch` records and ends on one."""
+diagnostic record after batches floor(k P / R) of an epoch (P batches an epoch, R records asked,
+k = 1..R), so an epoch has exactly min(R, P) evenly spaced records and ends on one."""
 from __future__ import annotations
 
 from typing import Callable, Iterator
@@ -22,7 +22,8 @@ class BatchSchedule:
         self.n, self.batch, self.epochs = n, min(n, batch), epochs
         self.per_epoch = -(-n // self.batch)
         self.total = self.per_epoch * epochs
-        self.window = -(-self.per_epoch // records_per_epoch)
+        positions = (k * self.per_epoch // records_per_epoch for k in range(1, records_per_epoch + 1))
+        self.recorded = frozenset(positions) - {0}  # an epoch's batches (counted from 1) that end on a record
         self.step, self.cancelled = 0, False
         self._rng, self._stop, self._progress, self._record, self._end_epoch = rng, stop, progress, record, end_epoch
 
@@ -37,7 +38,7 @@ class BatchSchedule:
                 self.step += 1
                 if self._progress is not None:
                     self._progress(self.step, self.total)
-                if self._record is not None and (position % self.window == 0 or position == self.per_epoch):
+                if self._record is not None and position in self.recorded:
                     self._record(self.step)
             if self._end_epoch is not None:
                 self._end_epoch(epoch)
