@@ -159,6 +159,10 @@ def test_load_names_what_is_wrong(tmp_path):
         SparseModel.load(folder)
     meta["format_version"] = 1
     (folder / "model.json").write_text(json.dumps(meta))
+    del meta["bias"]  # was an uncaught KeyError
+    (folder / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFormatError, match="not the description of a sparse model"):
+        SparseModel.load(folder)
     (folder / _arrays_name(folder)).write_bytes(b"not a zip")
     with pytest.raises(ModelFormatError, match="unreadable"):
         SparseModel.load(folder)

@@ -8,7 +8,6 @@ arrays file it names, `embedding-<save id>.npz` (V, W), written as `models.save_
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from .engine.ldgs import forward
 from .engine.sparse import prepare_rows
 from .engine.threads import using_threads
 from .models import FORMAT_VERSION, ModelFormatError, SparseModel, read_folder, save_folder
-from .regular_file import read_regular_text
 
 SCORE_CHUNK = 256
 
@@ -98,7 +96,11 @@ class EmbeddingModel:
     @classmethod
     def load(cls, folder: str | Path) -> "EmbeddingModel":
         """Read a folder written by `save`; raises ModelFormatError naming what is wrong."""
-        meta, arrays, z = read_folder(folder, "embedding")
+        return cls.from_read(*read_folder(folder, "embedding"))
+
+    @classmethod
+    def from_read(cls, meta: dict, arrays: Path, z: dict) -> "EmbeddingModel":
+        """The model of what `read_folder` read; ModelFormatError naming what is wrong."""
         try:
             V, W = z["V"], z["W"]
         except KeyError as exc:
@@ -109,14 +111,9 @@ class EmbeddingModel:
                    solver=meta.get("solver", "ldgs"), params=meta.get("params", {}), info=meta.get("info", {}))
 
 
-def load_model(folder: str | Path):
-    """A saved model of either kind (sparse one-vs-all or embedding)."""
-    meta_path = Path(folder) / "model.json"
-    if meta_path.exists():
-        try:
-            kind = json.loads(read_regular_text(meta_path)).get("kind")
-        except (OSError, ValueError, AttributeError) as exc:
-            raise ModelFormatError(f"{meta_path}: unreadable model ({type(exc).__name__})") from None
-        if kind == "embedding":
-            return EmbeddingModel.load(folder)
-    return SparseModel.load(folder)
+def load_model(folder: str | Path) -> SparseModel | EmbeddingModel:
+    """A saved model of either kind (sparse one-vs-all or embedding), its description read once:
+    a save replacing the folder's model in between cannot pair one kind's reader with the other's
+    files."""
+    meta, arrays, z = read_folder(folder)
+    return (EmbeddingModel if meta.get("kind") == "embedding" else SparseModel).from_read(meta, arrays, z)

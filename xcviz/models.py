@@ -69,10 +69,11 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     return folder
 
 
-def read_folder(folder: str | Path, stem: str) -> tuple[dict, Path, dict]:
+def read_folder(folder: str | Path, stem: str | None = None) -> tuple[dict, Path, dict]:
     """(model.json, the arrays file it names, that file's arrays), or ModelFormatError naming what is
-    missing or unreadable. A save that replaces the folder's model between the two reads (and removes
-    the arrays the first read named) is met by reading model.json once more."""
+    missing or unreadable; `stem` names an older save's arrays file (None: the one of model.json's
+    `kind`). A save that replaces the folder's model between the two reads (and removes the arrays
+    the first read named) is met by reading model.json once more."""
     folder = Path(folder)
     meta_path = folder / "model.json"
     for p in (folder, meta_path):
@@ -86,7 +87,7 @@ def read_folder(folder: str | Path, stem: str) -> tuple[dict, Path, dict]:
                 raise ValueError("model.json is not a JSON object")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise ModelFormatError(f"{meta_path}: unreadable model description ({type(exc).__name__})") from None
-        path = arrays_path(folder, meta, stem)
+        path = arrays_path(folder, meta, stem or ("embedding" if meta.get("kind") == "embedding" else "weights"))
         try:
             with open_regular(path) as f, np.load(f, allow_pickle=False) as z:
                 return meta, path, {key: z[key] for key in z.files}
@@ -185,8 +186,12 @@ class SparseModel:
     @classmethod
     def load(cls, folder: str | Path) -> "SparseModel":
         """Read a model folder written by `save`; raises ModelFormatError naming what is wrong."""
-        meta, w_path, z = read_folder(folder, "weights")
-        meta_path = Path(folder) / "model.json"
+        return cls.from_read(*read_folder(folder, "weights"))
+
+    @classmethod
+    def from_read(cls, meta: dict, w_path: Path, z: dict) -> "SparseModel":
+        """The model of what `read_folder` read; ModelFormatError naming what is wrong."""
+        meta_path = w_path.parent / "model.json"
         try:
             weights = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
             bias_weights = z["bias_weights"]
@@ -199,9 +204,12 @@ class SparseModel:
         if bias_weights.shape != (weights.shape[0],):
             raise ModelFormatError(f"{w_path}: bias_weights has shape {bias_weights.shape}, "
                                    f"expected ({weights.shape[0]},)")
-        return cls(weights=weights, bias_weights=bias_weights, bias=float(meta["bias"]),
-                   normalize=bool(meta["normalize"]), solver=meta["solver"], params=meta.get("params", {}),
-                   info=meta.get("info", {}))
+        try:
+            bias, normalize, solver = float(meta["bias"]), bool(meta["normalize"]), str(meta["solver"])
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFormatError(f"{meta_path}: not the description of a sparse model ({type(exc).__name__})") from None
+        return cls(weights=weights, bias_weights=bias_weights, bias=bias, normalize=normalize, solver=solver,
+                   params=meta.get("params", {}), info=meta.get("info", {}))
 
 
 def _json_default(obj):

@@ -172,6 +172,33 @@ def test_embedding_model_round_trips(tmp_path, noisy):
     np.testing.assert_array_equal(model.decision_function(test.X[:4]).argmax(axis=1), best)
 
 
+def test_load_model_reads_the_description_once_so_a_save_in_between_cannot_mix_two_kinds(tmp_path, noisy,
+                                                                                          monkeypatch):
+    """load_model read model.json for the kind, then the kind's reader read it again: an embedding
+    model saved over a sparse one in between made the sparse reader meet the embedding's arrays."""
+    import xcviz.models as models
+    from xcviz.models import SparseModel
+
+    train, test = noisy
+    embedding = fit_ldgs(train.X, train.Y, LdgsParams(epochs=1, dim=8), threads=1)
+    sparse = SparseModel(weights=sp.csr_matrix(np.eye(train.Y.shape[1], train.X.shape[1])),
+                         bias_weights=np.zeros(train.Y.shape[1]), bias=1.0, normalize=True)
+    folder = sparse.save(tmp_path / "m")
+    reads, read = [], models.read_regular_text
+
+    def save_between(path):
+        text = read(path)
+        reads.append(path)
+        if len(reads) == 1:
+            embedding.save(folder)  # replaces the sparse model right after the first read (its own read is 2nd)
+        return text
+
+    monkeypatch.setattr(models, "read_regular_text", save_between)
+    back = load_model(folder)  # the first read's model.json names arrays the save removed: read again
+    assert isinstance(back, EmbeddingModel) and len(reads) == 3  # the first, the save's own, the second
+    np.testing.assert_array_equal(back.predict_topk(test.X, 3)[0], embedding.predict_topk(test.X, 3)[0])
+
+
 def test_a_step_size_that_blows_the_model_up_fails_the_run_and_says_what_to_change(bibtex):
     """The learned embedding with the cross-entropy at eta0 = 1 on Bibtex: the objective went to
     1e75 then NaN within an epoch (mips, then with Q = 39), and the run used to end as if it had
