@@ -127,7 +127,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
-    from .solvers.memory_check import check_fits
+    from .memory_check import check_fits
 
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
     labels_a_row = 1 if args.multiclass else min(avg_labels, args.labels)  # a row holds a label once

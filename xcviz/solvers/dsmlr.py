@@ -39,7 +39,7 @@ from ..engine.sparse import prepare_rows
 from ..engine.threads import using_threads
 from ..metrics import macro_f1
 from ..models import SparseModel
-from .memory_check import check_fits
+from ..memory_check import check_fits
 from .params import param_dict
 from .warmup import code_paths, warm_once
 
