@@ -20,6 +20,8 @@ What it adds to Panel's server:
 - No credential in the page: the session token Bokeh writes into it, which page scripts can read,
   copies no cookie and only harmless headers (TOKEN_HEADERS); and a session id per login, which
   logout ends.
+- An access log without query strings: Tornado logged a refused request's whole URL, so a password
+  or token put in a link's query (`/login?password=...`) was written into the server's log.
 The login itself is Panel's basic-auth provider (its signed `user` cookie), with xcviz's pages.
 """
 from __future__ import annotations
@@ -142,6 +144,21 @@ def guard_components(app: Application) -> None:
         raise ServeError("this Panel serves its components elsewhere: xcviz cannot guard them")
     for rule in rules:
         rule.target = ComponentResources
+
+
+def log_without_queries(app: Application) -> None:
+    """Log `app`'s requests as Tornado does (status, method, URL, client, time; warnings for 4xx,
+    errors for 5xx) with each URL's query string withheld: a link's query may hold a secret."""
+    from tornado.log import access_log
+
+    def log(handler: RequestHandler) -> None:
+        status, request = handler.get_status(), handler.request
+        method = access_log.info if status < 400 else access_log.warning if status < 500 else access_log.error
+        query = "?(query withheld)" if request.query else ""
+        method("%d %s %s%s (%s) %.2fms", status, request.method, request.path, query, request.remote_ip,
+               1000.0 * request.request_time())
+
+    app.settings["log_function"] = log
 
 
 def _private_file(path: str | Path, what: str) -> str:
@@ -349,6 +366,7 @@ def serve(*, address: str = "127.0.0.1", port: int = 5006, home: str | None = No
         raise OSError(f"cannot listen on {address} port {port}: {exc.strerror or exc}") from None
     guard_hosts(server._tornado, names)
     guard_components(server._tornado)
+    log_without_queries(server._tornado)
     shown = f"[{address}]" if ":" in address else address
     print(f"xcviz: serving http://{shown}:{server.port}/dashboard (Host names accepted: {', '.join(names)}"
           f"{'; login required' if credentials is not None else ''})", flush=True)
