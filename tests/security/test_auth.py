@@ -146,9 +146,12 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
         for run in store.list():  # not trained to the end beside the tests that follow
             store.request_cancel(run["id"])
         assert workers() == 2, seen  # both runs were started
+        claims = [store.token(run["id"]) for run in store.list()]  # a worker's token was its last argument
+        assert len(claims) == 2 and all(claims)
         for pid, looks in seen.items():
             for cmdline, environ in looks:
                 assert password not in cmdline and secret not in cmdline, pid
+                assert not any(claim in cmdline for claim in claims), (pid, cmdline)
                 assert password not in environ and secret not in environ, pid
         assert errors == []
     assert server_errors(log) == []

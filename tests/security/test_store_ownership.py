@@ -15,7 +15,7 @@ import pytest
 from xcviz.cli import main
 from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
-from xcviz.runs.store import RunStore, StoreError
+from xcviz.runs.store import CLAIM_VARIABLE, RunStore, StoreError
 
 OTHER = 12345  # another local user, as the auditor simulated one
 SECRET = "SECRET-spec-7f3a"  # in a run's name: a refusal must not show what the store holds
@@ -196,8 +196,8 @@ def test_a_planted_store_with_a_trigger_never_gets_a_run(tmp_path, monkeypatch, 
     assert main(["launch", "v.json"]) == 2  # the default store: ./xcviz-runs
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "xcviz-runs" in line and "belongs to another user" in line and "Dask scheduler" in line
-    worker = subprocess.run([sys.executable, "-m", "xcviz.runs.worker", str(home), planted_run, token],
-                            capture_output=True, text=True, timeout=120)
+    worker = subprocess.run([sys.executable, "-m", "xcviz.runs.worker", str(home), planted_run],
+                            env={**os.environ, CLAIM_VARIABLE: token}, capture_output=True, text=True, timeout=120)
     assert worker.returncode == 1 and "belongs to another user" in worker.stderr, worker.stderr
     with sqlite3.connect(store.path) as db:
         assert db.execute("SELECT COUNT(*) FROM fired").fetchone()[0] == 0  # no INSERT, no UPDATE

@@ -1,8 +1,9 @@
 """Start, resume and wait for background runs: detached processes that outlive their launcher.
 
 Launching and resuming claim the run in the store first (one transaction that checks its status
-and makes this process its owner), then start the worker with the claim's token and name it as
-the owner: of several `xcviz resume` at once exactly one starts a worker, and a launcher that dies
+and makes this process its owner), then start the worker with the claim's token (in its
+environment, `XCVIZ_CLAIM`: other local users read a process's arguments, never its environment)
+and name it as the owner: of several `xcviz resume` at once exactly one starts a worker, and a launcher that dies
 between the two steps leaves an interrupted run, never one queued for ever.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 
 from .inputs import check, record
 from .spec import RunSpec
-from .store import RunStore, StoreError, process_start
+from .store import CLAIM_VARIABLE, RunStore, StoreError, process_start
 
 FINAL = ("done", "failed", "cancelled", "interrupted")
 
@@ -42,9 +43,9 @@ def _start(store: RunStore, run: str, token: str) -> int:
     try:
         log = _private_log(store.run_dir(run) / "log.txt")
         with log:
-            proc = subprocess.Popen([sys.executable, "-m", "xcviz.runs.worker", str(store.home.resolve()), run, token],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                    close_fds=True)
+            proc = subprocess.Popen([sys.executable, "-m", "xcviz.runs.worker", str(store.home.resolve()), run],
+                                    env={**os.environ, CLAIM_VARIABLE: token}, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, start_new_session=True, close_fds=True)
     except OSError as exc:
         store.update(run, status="failed", ended=time.time(), error=f"the worker could not start ({exc.strerror or exc})")
         raise StoreError(f"run {run}: the worker could not start ({exc.strerror or exc})") from None

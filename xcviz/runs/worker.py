@@ -1,7 +1,7 @@
-"""The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN TOKEN`.
+"""The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN`.
 
-It takes the run only with the token of the claim that started it (of two resumes at once, one
-worker trains), runs at a lower CPU priority than interactive work (`lower_priority`), checks that
+It takes the run only with the token of the claim that started it, read from `XCVIZ_CLAIM` (not
+from its arguments, which every local user can read; of two resumes at once, one worker trains), runs at a lower CPU priority than interactive work (`lower_priority`), checks that
 its input files are still inside the run's data folders and unchanged since launch, skips the
 labels whose weights the store already holds (a resumed run), writes each finished block's records
 and weights in one transaction (while it still owns the run), stops between blocks when a cancel is
@@ -28,7 +28,7 @@ from ..solvers.blocks import assemble_rows
 from .cluster import cluster_client
 from .inputs import check
 from .spec import RunSpec
-from .store import RESUMABLE, RunStore, SqliteSink, StoreError
+from .store import CLAIM_VARIABLE, RESUMABLE, RunStore, SqliteSink, StoreError
 from .summary import metric_summary, model_summary, peak_rss_mb
 
 STORE_INTERVAL = 0.2  # seconds between a multiclass run's progress writes, and between its cancel checks
@@ -169,7 +169,8 @@ def lower_priority() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    home, run, *token = (argv or sys.argv[1:])[:3]
+    home, run = (argv or sys.argv[1:])[:2]
+    token = os.environ.pop(CLAIM_VARIABLE, None)  # what the worker starts (a local Dask cluster) does not need it
     try:
         store = RunStore(home, create=False)  # a store gone under a run is an error, not a new store
     except StoreError as exc:
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         store.update(run, status="failed", ended=time.time(), error=str(exc))
         return 1
     try:
-        return 0 if execute(store, run, token[0] if token else None) in ("done", "cancelled", "taken") else 1
+        return 0 if execute(store, run, token) in ("done", "cancelled", "taken") else 1
     except StoreError as exc:
         print(f"xcviz worker: {exc}", file=sys.stderr)
         return 1
