@@ -167,6 +167,8 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     dashboard = Dashboard(store)
     dashboard.view().get_root(Document())
     table = dashboard.runs
+    assert table.ticked() == [runs[2]]  # the page opened on the newest run (another solver: a comparison alone)
+    table.table.selection = []
     table.resume_button.clicks += 1  # nothing ticked: the page says what to do
     assert table.message.visible and "Tick the runs to resume first." in table.message.object
     # rows in the order the runs were made (a new run never moves a row), shown newest first

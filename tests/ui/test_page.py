@@ -4,8 +4,8 @@ per run in every figure (page and report), LDGS estimators side by side, refused
 block Compare, no request outside the server, the first visit.
 
 One server and one browser page serve the tests over the prepared runs (each test loads the
-dashboard afresh: nothing ticked); the tests that need a page of their own (network routing, an
-empty store) open one."""
+dashboard afresh and unticks the newest comparison the page ticks as it opens: nothing ticked); the
+tests that need a page of their own (network routing, an empty store) open one."""
 import json
 import re
 import socket
@@ -201,14 +201,15 @@ def opened(page_server):
 
 @pytest.fixture
 def page(opened, page_server):
-    """The dashboard freshly loaded over the prepared runs: nothing ticked, the live plots open,
-    the controls at their defaults, the console errors so far checked; the test's own errors are
-    checked after it. (A new load costs less than unticking the last test's runs one by one, each
-    untick redrawing every figure, and leaves no figure of an earlier test in the page.)"""
+    """The dashboard freshly loaded over the prepared runs: nothing ticked (the runs the page
+    ticked as it opened unticked), the live plots open, the controls at their defaults, the console
+    errors so far checked; the test's own errors are checked after it. (A new load costs less than
+    unticking the last test's runs one by one, each untick redrawing every figure, and leaves no
+    figure of an earlier test in the page.)"""
     page, errors = opened
     assert errors == []
     _open(page, page_server)
-    page.get_by_text("runs shown: 0,").wait_for(timeout=30000)
+    _untick_opening(page)
     yield page
     assert errors == []
 
@@ -217,6 +218,19 @@ def _open(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("text=Compare", timeout=60000)
     page.locator(".tabulator-row").first.wait_for(timeout=30000)
+
+
+def _untick_opening(page) -> None:
+    """Untick the runs the page ticked as it opened (the newest comparison of the store: it changes
+    as tests add runs), on every page of the table, until the server shows no run; the table is
+    left on its first page, as it opened."""
+    page.get_by_text("ticked when the page opened").wait_for(timeout=30000)
+    ticked = page.locator(".tabulator-row", has=page.locator("input[type=checkbox]:checked"))
+    for _ in _pages(page):
+        for name in ticked.locator(".tabulator-cell[tabulator-field=name]").all_inner_texts():
+            _check(page, _row(page, name).locator("input[type=checkbox]"), False)
+    next(_pages(page))  # back to the first page
+    page.get_by_text("runs shown: 0,").wait_for(timeout=30000)
 
 
 def _row(page, name: str):
@@ -610,8 +624,8 @@ class _HeldSocket:
 @contextmanager
 def _held_page(url: str, home):
     """A page of its own whose websocket runs through a `_HeldSocket`: yields (page, socket, a
-    function that creates a run in the store `home` from a spec and a name); the runs it created are
-    deleted afterwards, and the page must have logged no error."""
+    function that creates a run in the store `home` from a spec and a name), nothing ticked; the runs
+    it created are deleted afterwards, and the page must have logged no error."""
     store = RunStore(home)
     socket_ = _HeldSocket()
     made: list[str] = []
@@ -624,6 +638,7 @@ def _held_page(url: str, home):
         with browser_page(1440, 900) as (page, errors):
             page.route_web_socket(lambda ws: ws.endswith("/ws"), socket_.route)
             _open(page, url)
+            _untick_opening(page)
             yield page, socket_, create
         assert errors == []
     finally:

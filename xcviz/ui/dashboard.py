@@ -20,7 +20,7 @@ from .figures import locked
 from .label_views import LabelInspector
 from .launch import LaunchPanel
 from .run_view import RunView
-from .runs_table import RunsTable
+from .runs_table import RunsTable, newest_comparison
 from .text import markdown_text
 from .workers_view import WorkersView
 
@@ -33,7 +33,8 @@ EXAMPLE = {"dataset": "bibtex", "solver": "dismec", "variants": ["zero", "msi"]}
 class Dashboard:
     """The page: a launch panel, the runs table, live plots and per-label views of the shown runs
     (the ticked runs; while none is ticked, those launched from this page or, until then, those
-    that were training when the page opened)."""
+    that were training when the page opened). A page opened while no run trains ticks the newest
+    comparison, so that it opens on curves; a launch replaces those ticks until the user ticks."""
 
     def __init__(self, store: RunStore | None = None, data_dirs: list[str | Path] | None = None,
                  schedulers: list[str] = ()) -> None:
@@ -57,6 +58,7 @@ class Dashboard:
                                  styles={"background": "#eef4fb", "border-radius": "4px"}, sizing_mode="stretch_width")
         # the runs launched from this page, or those training when it opened; shown while none is ticked
         self.watched: list[str] = []
+        self.opening: list[str] = []  # the runs the page ticked when it opened (see _first_view)
         self._opened = False
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
@@ -95,6 +97,7 @@ class Dashboard:
             dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
             self.watched = [launch(spec, self.store, self.data_dirs, self.schedulers)
                             for spec in self.launcher.specs(dataset, test)]
+            self._untick_opening()
         except ValueError as exc:
             self.launch_message.object = markdown_text(exc)
             self.launch_message.visible = True
@@ -108,6 +111,24 @@ class Dashboard:
         self.launcher.variants.value = EXAMPLE["variants"]
         self._launch()
 
+    def _untick_opening(self) -> None:
+        """Untick the runs the page ticked when it opened, if the user has not changed those ticks:
+        the runs just launched show instead, as they do on a page where nothing is ticked. Ticks the
+        user made stay."""
+        if self.opening and set(self.runs.ticked()) == set(self.opening):
+            self.runs.tick([])
+        self.opening = []
+
+    def _first_view(self, listed: list[dict]) -> None:
+        """What a newly opened page shows: the runs training (a reconnect, a restarted server),
+        unticked, as launched ones are; if none trains, the newest comparison (`newest_comparison`),
+        ticked, so that the plots show its curves and the table which runs they are. An empty store
+        shows the welcome instead."""
+        self.watched = self.watched or [r["id"] for r in listed if r["status"] in ("queued", "running")]
+        if not self.watched:
+            self.opening = newest_comparison(listed)
+            self.runs.tick(self.opening)
+
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
@@ -115,6 +136,7 @@ class Dashboard:
         self.watched = [r for r in self.watched if r != run]
 
     def shown(self) -> list[str]:
+        """The runs the views show: the ticked ones or, with none ticked, the watched ones."""
         return [r for r in (self.runs.ticked() or self.watched) if r in self._rows]
 
     def refresh(self) -> None:
@@ -127,10 +149,10 @@ class Dashboard:
             return
         self.store_alert.visible = False
         self._rows = {r["id"]: r for r in listed}
-        if not self._opened:  # a page opened while runs train (a reconnect, a restarted server) shows them
-            self._opened = True
-            self.watched = self.watched or [r["id"] for r in listed if r["status"] in ("queued", "running")]
         self.runs.update(listed)
+        if not self._opened:
+            self._opened = True
+            self._first_view(listed)
         if self.welcome.visible != (not listed):
             self.welcome.visible = not listed
         self.show()
@@ -145,12 +167,20 @@ class Dashboard:
         elif tab == 3:
             self.workers.update(self._rows, list(runs))
         total = sum(len(r.records.iterations) for r in runs.values())
-        how = "ticked" if self.runs.ticked() else "launched from this page or training when it opened; tick runs " \
-            "to choose" if runs else \
-            "tick runs in the table to plot them"
-        text = f"records shown: {total} (runs shown: {len(runs)}, {how})"
+        text = f"records shown: {total} (runs shown: {len(runs)}, {self._how_shown(bool(runs))})"
         if text != self.status.object:
             self.status.object = text
+
+    def _how_shown(self, any_shown: bool) -> str:
+        """How the shown runs were chosen, for the line above the plots."""
+        ticked = self.runs.ticked()
+        if ticked and set(ticked) == set(self.opening):
+            return "ticked when the page opened: the newest comparison; tick runs to choose"
+        if ticked:
+            return "ticked"
+        if any_shown:
+            return "launched from this page or training when it opened; tick runs to choose"
+        return "tick runs in the table to plot them"
 
     def view(self) -> pn.Row:
         """The page, plots first: the launch panel on the left; on the right the runs table (in a

@@ -18,6 +18,7 @@ list (a deletion, a filter) moves the rows after it, and the ticks are then put 
 """
 from __future__ import annotations
 
+import json
 import time
 from typing import Callable
 
@@ -97,6 +98,36 @@ def runs_frame(rows: list[dict]) -> pd.DataFrame:
     frame.index = pd.Index(frame["number"].to_numpy(np.int64))
     at = frame.columns.get_loc("variant") + 1
     return pd.concat([frame.iloc[:, :at], param_frame(rows, frame.index), frame.iloc[:, at:]], axis=1)
+
+
+def _comparison(row: dict) -> tuple[str | None, str]:
+    """What a run shares with the other runs of its Compare, as text (its spec but for its name and
+    the value of its solver's compared parameter; None for a spec without a known solver), and that
+    value, its variant."""
+    spec = run_spec(row)
+    solver = SOLVERS.get(str(spec.get("solver"))) if isinstance(spec, dict) else None
+    if solver is None or not isinstance(spec.get("params"), dict):
+        return None, ""
+    params = dict(spec["params"])
+    variant = json.dumps(params.pop(solver.compare, None))
+    shared = {**{k: v for k, v in spec.items() if k != "name"}, "params": params}
+    return json.dumps(shared, sort_keys=True, default=str), variant
+
+
+def newest_comparison(rows: list[dict]) -> list[str]:
+    """Ids of the newest run and of the runs made just before it that differ from it only in their
+    name and variant, each variant once: the runs of the last Compare (or the newest run alone),
+    newest first. A page opened over a store where nothing trains ticks them, so that it opens
+    showing curves rather than empty plots."""
+    group, variants, shared = [], set(), None
+    for row in sorted(rows, key=lambda r: r.get("created") or 0, reverse=True):
+        key, variant = _comparison(row)
+        if group and (key is None or key != shared or variant in variants):
+            break
+        group.append(row["id"])
+        shared = key
+        variants.add(variant)
+    return group
 
 
 def below(text: str) -> Tooltip:
@@ -195,6 +226,13 @@ class RunsTable:
         # runs ticked but filtered out stay ticked; ticks on the shown rows are what the table says
         self.ticked_ids = [r for r in self.ticked_ids if r not in shown] + \
                           [frame.iloc[i]["id"] for i in event.new if i < len(frame)]
+        self._show_errors()
+
+    def tick(self, runs: list[str]) -> None:
+        """Tick these runs and untick the others, from the server (the page's first view, and a
+        launch that replaces it); the table sends the ticks to the page with the rows."""
+        self.ticked_ids = list(runs)
+        self.table.selection = [i for i, run in enumerate(self.table.value["id"]) if run in self.ticked_ids]
         self._show_errors()
 
     def ticked(self) -> list[str]:
