@@ -132,7 +132,9 @@ def _one_positive_thresholds(a, b, tau):
     (alpha_P = -1). Otherwise the root lies above max(b, tau), and the map t -> (b + sum_{a > t} a)
     / (1 + #{a > t}) rises monotonically from there to it and stops (Michelot's argument: below
     the root it gives at least t and at most the root), after as many passes as the active set
-    shrinks; starting at tau instead of b saves the passes that would only climb to it."""
+    shrinks; starting at tau instead of b saves the passes that would only climb to it. A map
+    that falls is rounding at the root (a level equal to it leaves the set at t and joins it
+    again one ulp below: the passes flipped between the two for ever) and ends the passes too."""
     if a.max() <= b:
         return np.inf, -np.inf
     if tau - b >= 1.0:
@@ -145,7 +147,7 @@ def _one_positive_thresholds(a, b, tau):
             if a[r] > t:
                 total += a[r]
                 n += 1
-        if n == count:
+        if n == count or total / n < t:
             break
         count = n
         t = total / n
