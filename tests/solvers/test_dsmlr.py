@@ -66,6 +66,31 @@ def test_bad_parameters_are_refused(small):
         DsmlrParams(mode="nope")
 
 
+def test_the_default_step_fits_small_data_and_a_step_too_large_fails_the_run_saying_so():
+    """An audit found the default alpha = 1000 (one update's step alpha / N above 1 under 1,000 rows)
+    ending 800-row runs at an objective of 600 against an optimum of 0.70, as if they had trained.
+    The default is now min(1000, N / 2); a step that blows the objective up fails the run after
+    recording the outer iteration that shows it, naming a smaller alpha."""
+    ds = generate(1000, 80, 12, multiclass=True, avg_nnz=10, noise=0.3, seed=1)
+    X, Y = ds.X[:800], ds.Y[:800]
+    best = fit_dsmlr(X, Y, DsmlrParams(mode="lbfgs", epochs=300), threads=2).info["objective"]
+    for mode in ("sync", "async"):
+        model = fit_dsmlr(X, Y, DsmlrParams(mode=mode), threads=2)
+        assert model.info["alpha"] == 400.0 and model.info["objective"] < 1.25 * best < np.log(12)  # was 600
+        sink = MemorySink()
+        with pytest.raises(ValueError, match=r"diverged in outer iteration 1: .*try --set alpha=100 \(it was 1e\+03\)"):
+            fit_dsmlr(X, Y, DsmlrParams(mode=mode, alpha=1000.0), threads=2, recorder=sink)
+        climbed = sink.frame("iteration").groupby("iteration")["objective"].first()
+        assert list(climbed.index) == [0, 1] and climbed[1] > 20 * climbed[0] == pytest.approx(20 * np.log(12))
+
+
+def test_the_default_step_is_1000_from_2000_rows_on():
+    ds = generate(2100, 80, 12, multiclass=True, avg_nnz=10, noise=0.3, seed=1)
+    default = fit_dsmlr(ds.X, ds.Y, DsmlrParams(epochs=2), threads=2)
+    given = fit_dsmlr(ds.X, ds.Y, DsmlrParams(epochs=2, alpha=1000.0), threads=2)
+    assert default.info["alpha"] == 1000.0 and (default.weights != given.weights).nnz == 0
+
+
 @pytest.fixture(scope="module")
 def bibtex_runs():
     """Every mode on Bibtex-multiclass (multi-label rows replicated: 11,616 training copies),

@@ -169,7 +169,7 @@ def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     local = fit_dsmlr(train.X, train.Y, DsmlrParams(mode="sync", epochs=2, grid=4, lam=1e-3), threads=1)
     assert out["workers"] == 2 and out["n_test"] == test.n and "accuracy" in out
-    assert out["objective"] == pytest.approx(local.info["objective"], rel=1e-12)
+    assert out["objective"] == round(local.info["objective"], 6)  # the summary rounds to 6 decimals
     assert out["accuracy"] == pytest.approx(round(100 * (local.predict_topk(test.X, 1)[0][:, 0] == test.Y.indices).mean(), 4))
     assert main(["shard", str(tmp_path / "sh"), str(tmp_path / "again"), "--parts", "2"]) == 2
 

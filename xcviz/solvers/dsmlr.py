@@ -20,7 +20,11 @@ row and one b: the SGD steps of its copies are summed into one step, the same ex
 initialise "b = 1/K", which is a_i = e^{b_i}, not b_i.
 
 Step: eta_t = alpha / (N K sqrt(t)) in outer iteration t = 1, 2, ...: alpha is the step one
-epoch's N K updates add up to (the per-epoch equivalent), decaying as Theorem 1 assumes.
+epoch's N K updates add up to (the per-epoch equivalent), decaying as Theorem 1 assumes. One
+update's step is alpha / (N sqrt(t)): the default alpha, min(1000, N / 2), keeps it at most 1/2
+(a fixed 1000 diverged below N = 1000, silently), and an SGD run whose objective rises above
+DIVERGED times its start (log K) fails, after recording that outer iteration, naming a smaller
+alpha.
 """
 from __future__ import annotations
 
@@ -45,6 +49,8 @@ from .warmup import code_paths, warm_once
 
 MODES = ("sync", "async", "lbfgs", "lc")
 LBFGS_MEMORY = 10  # L-BFGS-B's stored corrections (scipy's maxcor)
+ALPHA = 1000.0  # the default per-epoch step on data with N >= 2,000 rows (smaller data: N / 2)
+DIVERGED = 20.0  # an SGD run whose objective exceeds this multiple of its start (log K) has diverged
 # W's copies at the peak, measured: data + 2 x W for sync, async and LC; 24 x W for L-BFGS-B at m = 10,
 # its 2 m correction pairs and a few vectors besides (scipy reserves (2 m + 5) W-sized vectors, not all
 # touched)
@@ -66,8 +72,9 @@ class DsmlrParams(param.Parameterized):
         "sync: Algorithm 1 (G x G grid, deterministic); async: Algorithm 2 (NOMAD queues, not "
         "deterministic); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
     lam = param.Number(default=1e-4, bounds=(1e-12, 1e3), doc="L2 regularisation lambda of (2).")
-    alpha = param.Number(default=1000.0, bounds=(1e-6, 1e9), doc=(
-        "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t)."))
+    alpha = param.Number(default=0.0, bounds=(0.0, 1e9), doc=(
+        "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t). "
+        "0: min(1000, N / 2), one update's step alpha / N at most 1/2 (N: rows, a multi-label row counted per label)."))
     epochs = param.Integer(default=20, bounds=(1, 10**5), doc=(
         "Outer iterations T (sync, async: epochs over all N K pairs; lc: b/W alternations; lbfgs: iterations)."))
     grid = param.Integer(default=16, bounds=(1, 4096), doc=(
@@ -281,14 +288,30 @@ class ThreadAsync:
                 "queue_length": seen.astype(float)}
 
 
+def step_alpha(p: DsmlrParams, n_total: int) -> float:
+    """The per-epoch step alpha a run uses: the given one, or min(ALPHA, N / 2) for 0 (one update's
+    step alpha / N at most 1/2: at 1 the synthetic runs diverged from N = 1,600 on)."""
+    return float(p.alpha) if p.alpha > 0 else min(ALPHA, n_total / 2)
+
+
 def _check(prob: Problem, p: DsmlrParams) -> None:
     if prob.n_rows == 0 or prob.n_classes < 2:
         raise ValueError(f"nothing to train: {prob.n_rows} rows with a class, {prob.n_classes} classes "
                          "(DS-MLR needs at least 2)")
     most = int(prob.weights.max())
-    if p.alpha / prob.n_total * p.lam * most >= 1.0:
+    alpha = step_alpha(p, prob.n_total)
+    if alpha / prob.n_total * p.lam * most >= 1.0:
         raise ValueError(f"the decay 1 - eta K lam n_i must stay in (0, 1): alpha * lam * {most} / N = "
-                         f"{p.alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
+                         f"{alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
+
+
+def _check_diverged(objective: float, start: float, t: int, alpha: float) -> None:
+    """Fail a run whose objective rose above DIVERGED times its start: its steps are too large for
+    its data (the records up to here show the climb)."""
+    if not objective <= DIVERGED * start:
+        raise ValueError(f"DS-MLR diverged in outer iteration {t}: the objective rose to {objective:.4g} from "
+                         f"{start:.4g} at the start; its step is too large for this data: try --set "
+                         f"alpha={alpha / 10:.3g} (it was {alpha:.3g})")
 
 
 def _warm_kernels(p: DsmlrParams, threads: int | None, multilabel: bool, recording: bool, validating: bool) -> None:
@@ -299,7 +322,7 @@ def _warm_kernels(p: DsmlrParams, threads: int | None, multilabel: bool, recordi
 
     def tiny_fit() -> None:
         tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
-        settings = {**param_dict(p), "epochs": 2, "optimum": None}
+        settings = {**param_dict(p), "epochs": 2, "optimum": None, "alpha": 0.0}  # no step too large for it
         fit_dsmlr(tiny.X, tiny.Y, DsmlrParams(**settings), threads=threads,
                   recorder=NullSink() if recording else None, validation=(tiny.X, tiny.Y) if validating else None)
 
@@ -376,6 +399,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
         else:
             engine = None
         N = prob.n_total
+        alpha = step_alpha(p, N)
         if recorder is not None:
             recorder.begin({"run": run, "solver": "dsmlr", "params": values, "threads": n_threads, "n": N,
                             "n_rows": prob.n_rows, "n_features": prob.dim, "n_labels": n_classes,
@@ -420,7 +444,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
                 if stop is not None and stop():
                     cancelled = True
                     break
-                eta = p.alpha / (N * n_classes * np.sqrt(t))
+                eta = alpha / (N * n_classes * np.sqrt(t))
                 b_old = st.b.copy()
                 if p.mode == "lc":
                     steps = np.zeros(n_classes, np.int64)
@@ -446,6 +470,8 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
                         b_used = b_old
                 objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
                 record(t, eta, objective, b_used, st.b, st.W, workers, extra)
+                if p.mode != "lc":
+                    _check_diverged(objective, objective0, t, alpha)
                 if p.mode == "async":
                     st.b[:] = b_used  # the workers go on with their own b
                 done = t
@@ -457,7 +483,7 @@ def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: 
     W = st.folded()
     info = {"mode": p.mode, "train_seconds": seconds, "epochs_done": done, "epoch_seconds": seconds / max(done, 1),
             "threads": n_threads, "workers": n_workers, "grid": G, "n_train": N, "n_rows": prob.n_rows,
-            "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"],
+            "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"], "alpha": alpha,
             "w_memory_mb": W.nbytes / 2**20}
     if cluster is not None:
         info.update(cluster=cluster[1].cluster, cluster_start_seconds=cluster[1].cluster_start_seconds)
