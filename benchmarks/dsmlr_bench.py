@@ -77,7 +77,8 @@ def run_one(problem: str, mode: str) -> dict:
     train, test = _problem(problem)
     _, lam, alpha, epochs, budget = PROBLEMS[problem]
     params = dict(mode=mode, lam=lam, alpha=alpha, epochs=epochs if mode != "lbfgs" else 10 * epochs)
-    fit_dsmlr(train.X[:300], train.Y[:300], DsmlrParams(**{**params, "epochs": 1}), threads=THREADS)  # JIT cache load
+    fit_dsmlr(train.X[:300], train.Y[:300], DsmlrParams(**{**params, "epochs": 1, "alpha": 0.0}),  # JIT cache load,
+              threads=THREADS)  # with the step the default gives 300 rows (the run's would diverge on them)
     sink = MemorySink()
     _reset_peak()
     before = _rss_mb()
@@ -132,6 +133,7 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
 
     from xcviz.data.shards import open_shards
     from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+    from xcviz.solvers.params import param_dict
 
     params = DsmlrParams(mode="sync", **(SHARDED[2] if sync is None else sync))
     out: dict = {}
@@ -141,8 +143,10 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
                                                        dashboard_address="127.0.0.1:0"))
         client = stack.enter_context(Client(address))
         warm = open_shards(folder).part(0)
-        # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels)
-        fit_dsmlr(warm.X[:300], warm.Y[:300], params, threads=1, client=client)
+        # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels),
+        # with the step the default gives 300 rows (the run's would diverge on them and fail)
+        fit_dsmlr(warm.X[:300], warm.Y[:300], DsmlrParams(**{**param_dict(params), "alpha": 0.0}), threads=1,
+                  client=client)
         del warm
         if limit_mb is not None:
             import resource
