@@ -92,6 +92,8 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["train", "bibtex", "--no-normalize", "--set", "normalize=true"], "--no-normalize and --set normalize=true"),
     (["train", "bibtex", "--records", "/"], "--records /: a folder"),
     (["report", "some-run", "-o", "/"], "-o /: a folder"),
+    (["serve", "--port", "99999"], "--port must be from 0 to 65535, not 99999"),  # was Bokeh's AssertionError
+    (["serve", "--port", "-1"], "--port must be from 0 to 65535, not -1"),
 ])
 def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):
     code, out, err = _run(capsys, *argv)
@@ -208,6 +210,7 @@ def test_the_progress_bar_redraws_ten_times_a_second_and_at_the_end():
     draws = out.getvalue().split("\r")[1:]
     assert done > 100 and 2 <= len(draws) <= 4, (done, len(draws))
     assert draws[0].startswith("\x1b[K[") and " 1/1000000000 batches" in draws[0]
+    assert draws[0].endswith("ETA   --  ")  # no rate after one report (it read "ETA   nans")
     bar(10**9, 10**9)
     assert out.getvalue().endswith("\n") and " 1000000000/1000000000 batches" in out.getvalue().split("\r")[-1]
 

@@ -79,12 +79,13 @@ class ProgressBar:
         self.drawn = now
         elapsed = now - self.t0
         since, done_then = self.first
-        eta = (now - since) / (done - done_then) * (total - done) if done > done_then else float("nan")
+        eta = (now - since) / (done - done_then) * (total - done) if done > done_then else None
         eta = 0.0 if done >= total else eta
         width = 30
         fill = int(width * done / max(total, 1))
+        shown = "  --  " if eta is None else f"{eta:5.1f}s"  # one step done: no rate yet
         self.stream.write(f"\r\x1b[K[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {self.what}"  # K: clears
-                          f"  {elapsed:5.1f}s elapsed  ETA {eta:5.1f}s")  # the rest of a longer line
+                          f"  {elapsed:5.1f}s elapsed  ETA {shown}")  # the rest of a longer line
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()
@@ -480,6 +481,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from .runs.cluster import parse_cluster
 
+    if not 0 <= args.port <= 65535:  # Bokeh's server asserted on it, a traceback
+        raise ValueError(f"--port must be from 0 to 65535, not {args.port}")
     for folder in args.data_dir:
         if not Path(folder).is_dir():
             raise ValueError(f"--data-dir {folder}: no such folder")
