@@ -303,3 +303,18 @@ def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):
         assert apart == [], (tab, [(type(e).__name__, type(e.model).__name__, getattr(e, "attr", "")) for e in apart])
     # and the per-label figures arrived holding every label trained so far
     assert sorted(dashboard.positives.source.data["label"]) == list(range(label))
+
+
+def test_the_per_label_views_say_a_run_has_not_recorded_before_calling_it_multiclass():
+    """A dismec run just launched was called "a multiclass solver" until its first records came."""
+    import pandas as pd
+
+    from xcviz.ui.label_views import _no_labels
+    from xcviz.ui.records import PlotRun, RunRecords
+
+    fresh = PlotRun("delicious-msi", "#000", RunRecords(), 983)
+    assert _no_labels({"r": fresh}) == "The shown runs have not recorded yet."
+    multiclass = RunRecords()
+    multiclass.iterations.add(pd.DataFrame({"label": [0, 0], "iteration": [0, 1], "objective": [2.0, 1.0]}))
+    said = _no_labels({"r": PlotRun("bibtex-memoir", "#000", multiclass, 159)})
+    assert said.startswith("The shown runs record no per-label results (bibtex-memoir: a multiclass solver")

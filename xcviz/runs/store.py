@@ -579,7 +579,8 @@ class SqliteSink:
         if self._keeper is None:
             self._keeper = self.store.hold()
         self.store.update(self.run, total=int(meta.get("n_labels", 0)))
-        sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads") if k in meta}
+        sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads", "workers")
+                 if k in meta}  # workers: DS-MLR's, whose records' `label` is the worker
         if sizes:
             self.store.append_batch(self.run, "begin", sizes)
 

@@ -36,7 +36,9 @@ if (v === 0) return '0';
 if (exponent) return Number(v.toPrecision(3)).toExponential().replace('e+', 'e');
 return String(Number(v.toPrecision(4)));
 """
-LEGEND_COLUMNS = 3  # legend entries per row below a plot: three run names fit a 340 px figure
+LEGEND_COLUMNS = 3  # legend entries per row below a plot, at most (`legend_columns`: fewer for long names)
+LEGEND_WIDTH = 320  # px of legend row under a figure a third of a 1440 px page wide (340 px)
+LEGEND_CHAR, LEGEND_ENTRY = 5.5, 30  # px per character of its 10 px labels, and an entry's glyph and spacing
 # after a change of a legend's data: if its entries changed, lay its figure out again once drawn
 _RELAYOUT = """
 const entries = JSON.stringify(legend.items.flatMap((item) => item.get_labels_list_from_label_prop()));
@@ -101,6 +103,22 @@ def style_legend(fig) -> None:
         sources = {id(r.data_source): r.data_source for item in legend.items for r in item.renderers}
         for source in sources.values():
             source.js_on_change("data", relayout)
+
+
+def legend_columns(labels) -> int:
+    """Legend entries per row so that a row of the longest label fits LEGEND_WIDTH: three names of
+    about 20 characters (`bibtex-memoir-simplelsh`) were cut at the figure's edge and widened the
+    page beyond the window."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    return int(max(1, min(LEGEND_COLUMNS, LEGEND_WIDTH // (LEGEND_CHAR * longest + LEGEND_ENTRY))))
+
+
+def fit_legend(fig, labels) -> None:
+    """Set the figure's legend rows for the entries `labels` it names now (see legend_columns)."""
+    columns = legend_columns(labels)
+    for legend in fig.legend:
+        if legend.ncols != columns:
+            legend.ncols = columns
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:

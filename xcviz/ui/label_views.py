@@ -49,6 +49,8 @@ def _no_labels(runs: dict[str, PlotRun]) -> str:
         return ""
     if any(r.records.iterations.per_label() for r in runs.values()):
         return "The shown runs have not finished a label yet."
+    if not any(len(r.records.iterations) for r in runs.values()):  # a run just launched, of either kind
+        return "The shown runs have not recorded yet."
     return NO_LABELS.format(names=", ".join(markdown_text(r.name) for r in runs.values()))
 
 

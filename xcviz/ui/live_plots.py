@@ -12,7 +12,7 @@ once per added run: 20 runs took 90 s to appear. A refresh or a control (x-axis,
 smoothing) recomputes only the curves whose run has new records or whose view changed, and sends
 a figure new data only when one of its curves changed. The numbers come from `RunAggregate`; this
 module only smooths (before downsampling), downsamples and scales them for drawing. A fourth glyph
-draws reference lines across a figure (`references.py`: DS-MLR's L-BFGS optimum), dashed, named in
+draws reference lines across a figure (`references.py`: DS-MLR's best L-BFGS objective), dashed, named in
 the legend, and counted in the figure's y range: a horizontal span (Bokeh's `hspan`), which crosses
 the whole plot whatever the x range, so a pan or zoom never shows it cut.
 """
@@ -26,7 +26,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ..runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
-from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .references import Reference
 from .text import markdown_text
@@ -169,7 +169,7 @@ class LivePlots:
         shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
             len(columns["xs"]) < len(source.data["xs"])
             for source, columns in zip(self._sources[field], plan.data[:2]))]  # the bands and lines
-        drawn: dict[str, set[bool]] = {}
+        drawn: dict[str, set[str | None]] = {}
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)
         with pn.io.hold():
@@ -193,9 +193,9 @@ class LivePlots:
             [(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
         return _Plan(curves, log_y, refs, sent, data)
 
-    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[bool]]) -> None:
-        """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = whether
-        each run it draws has many labels."""
+    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[str | None]]) -> None:
+        """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = what
+        the band of each run it draws spans ("labels", "workers"; None: one trajectory)."""
         curves, log_y, refs, sent, data = plan
         fig = self._figures[field].object
         if data is not None:  # new data, or a new view of it: new ranges too
@@ -207,13 +207,14 @@ class LivePlots:
             self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
                                                             refs, follow)
             self._sources[field][3].data = _reference_columns(refs, log_y)
+            fit_legend(fig, [*self._sources[field][1].data["run"], *(r.label for r in refs)])
         elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
             retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
         visible = self._drawn[field]
         if visible:
             set_log(fig.yaxis[0], log_y, FIELDS[field].label)
             set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[self.x_axis.value])
-            drawn[field] = {self.runs[run].records.iterations.per_label() for run, _, c in curves
+            drawn[field] = {self.runs[run].records.band_members() for run, _, c in curves
                             if np.isfinite(c["median"]).any()}
         if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
             self._figures[field].visible = visible
@@ -227,21 +228,23 @@ class LivePlots:
         ys = [c[k] for c in curves for k in ("median", "lower", "upper")] + [scaled([r.value for r in refs], log_y)]
         return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow)
 
-    def _titles_and_rules(self, drawn: dict[str, set[bool]], thinned: bool, text: bool = True) -> None:
-        """Titles that say what is drawn: bands over labels only where the figure's runs train many
-        labels, and the wall-time bins on that axis; the rules of the x-axis, smoothing and
-        downsampling. `drawn`: field -> whether each run drawn in it has many labels."""
+    def _titles_and_rules(self, drawn: dict[str, set[str | None]], thinned: bool, text: bool = True) -> None:
+        """Titles that say what is drawn: bands over labels (or DS-MLR's workers) only where the
+        figure's runs record many, and the wall-time bins on that axis; the rules of the x-axis,
+        smoothing and downsampling. `drawn`: field -> what each run's band in it spans (None: one
+        trajectory)."""
         axis = self.x_axis.value
         smoothing = smoothing_rule(self.smoothing.value, self.window.value)
-        for field, per_label in drawn.items():
+        for field, spans in drawn.items():
             wall = axis == "wall"
-            if per_label == {True}:  # short: a figure is a third of the page wide (the rules below say more)
-                what = "median, 5-95% band over labels" + (" per time bin" if wall else "")
-            elif per_label == {False}:
+            over = " or ".join(sorted(s for s in spans if s is not None)) or "labels"
+            if spans and None not in spans:  # short: a figure is a third of the page wide (the rules say more)
+                what = f"median, 5-95% band over {over}" + (" per time bin" if wall else "")
+            elif spans == {None}:
                 what = "median, 5-95% band per time bin" if wall else "one trajectory per run"
             else:
-                what = ("median, 5-95% band over labels or records per time bin" if wall
-                        else "median, 5-95% band over labels; one line for single-trajectory runs")
+                what = (f"median, 5-95% band over {over} or records per time bin" if wall
+                        else f"median, 5-95% band over {over}; one line for single-trajectory runs")
             title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
             if self._titles.get(field) != title:
                 self._figures[field].object.title.text = self._titles[field] = title

@@ -25,14 +25,22 @@ class RunRecords:
         self.serial = next(self._serials)  # tells a run's records read anew (after a reset) from the old ones
         self.n_rows: int | None = None
         self.iterations = RunAggregate()
+        self.members = "labels"  # what a record's `label` counts: "workers" for a DS-MLR run
         self._label_batches: list[pd.DataFrame] = []
         self._labels: pd.DataFrame | None = None
 
     def begin(self, meta: pd.DataFrame) -> None:
-        """The run's `begin` record: the number of training rows, for the active set as a fraction."""
+        """The run's `begin` record: the number of training rows, for the active set as a fraction,
+        and whether its records' `label` is a worker (DS-MLR's, which names its workers)."""
         if self.n_rows is None and "n" in meta and len(meta):
             self.n_rows = int(meta["n"].iloc[-1])
             self.iterations.n_rows = self.n_rows
+        if "workers" in meta and len(meta) and pd.notna(meta["workers"].iloc[-1]):
+            self.members = "workers"
+
+    def band_members(self) -> str | None:
+        """What a band of this run's records spans ("labels", "workers"), None for one trajectory."""
+        return self.members if self.iterations.per_label() else None
 
     def add_labels(self, batch: pd.DataFrame) -> None:
         if len(batch):

@@ -1,4 +1,6 @@
-"""Reference lines drawn across a figure: DS-MLR's optimum, taken from the L-BFGS runs shown.
+"""Reference lines drawn across a figure: DS-MLR's best known objective, taken from the L-BFGS runs
+shown (its optimum once L-BFGS has converged; named "L-BFGS best", since an unconverged one lies
+above where other modes go).
 
 A DS-MLR run in mode `lbfgs` is the baseline the other modes are measured against (scipy L-BFGS
 on the exact objective (2), as in the paper's Figure 3). Its lowest recorded objective is the best
@@ -52,5 +54,5 @@ def lbfgs_references(rows: dict[str, dict], runs: dict[str, PlotRun]) -> dict[st
         values = values[np.isfinite(values)]
         if values.size and (problem not in best or values.min() < best[problem][0]):
             best[problem] = (float(values.min()), plot_run)
-    lines = [Reference(value, f"L-BFGS optimum ({p.name})", p.color) for value, p in best.values()]
+    lines = [Reference(value, f"L-BFGS best ({p.name})", p.color) for value, p in best.values()]
     return {"objective": lines} if lines else {}
