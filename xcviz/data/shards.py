@@ -196,8 +196,10 @@ def write_shards(train: Dataset, folder: str | os.PathLike, parts: int, test: Da
     parts or one per row if fewer) into the new or empty `folder`; the manifest is written last,
     whole, after the parts are synced, so a folder without one is no data set, even after a power cut."""
     folder = Path(folder)
-    if not 1 <= parts <= min(MAX_PARTS, max(train.n, 1)):
-        raise ValueError(f"--parts must be from 1 to {min(MAX_PARTS, max(train.n, 1))} (the rows), got {parts}")
+    most = min(MAX_PARTS, max(train.n, 1))
+    if not 1 <= parts <= most:
+        why = "the training rows" if most == train.n else f"at most {MAX_PARTS} parts"
+        raise ValueError(f"--parts must be from 1 to {most} ({why}), got {parts}")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ValueError(f"{folder}: exists and is not an empty folder (choose a new one)")
     folder.mkdir(parents=True, exist_ok=True)
