@@ -89,6 +89,7 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["generate", "g", "--n", "50", "--d", "10", "--labels", "4", "--avg-labels", "9"],
      "avg_labels (9) cannot exceed the number of labels (4)"),
     (["train", "bibtex", "--set", "C=1", "--C", "2"], "--C 2 and --set C=1 disagree; give C once"),
+    (["train", "bibtex", "--set", "msi_t=-3", "--set", "msi_t=-2"], "--set msi_t=-3 and --set msi_t=-2 disagree"),
     (["train", "bibtex", "--no-normalize", "--set", "normalize=true"], "--no-normalize and --set normalize=true"),
     (["train", "bibtex", "--records", "/"], "--records /: a folder"),
     (["report", "some-run", "-o", "/"], "-o /: a folder"),

@@ -168,9 +168,13 @@ def _parse_sets(pairs: list[str]) -> dict:
         if not sep or not key.strip():
             raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
         try:
-            values[key] = json.loads(raw)
+            value = json.loads(raw)
         except json.JSONDecodeError:
-            values[key] = raw
+            value = raw
+        if key in values and values[key] != value:  # the last had won in silence; --C 2 --set C=3 is refused too
+            raise ValueError(f"--set {key}={_fmt_value(values[key])} and --set {key}={_fmt_value(value)} disagree; "
+                             f"give {key} once")
+        values[key] = value
     return values
 
 
