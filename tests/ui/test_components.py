@@ -239,7 +239,8 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     runs = {}
     for name, fields in (("first", {"objective": [5.0, 4.0]}), ("second", {"objective": [3.0, 2.0],
                                                                             "accuracy": [0.2, 0.3],
-                                                                            "p_at_1": [0.5, 0.625]})):
+                                                                            "p_at_1": [0.5, 0.625],
+                                                                            "macro_f1": [0.1, 0.25]})):
         runs[name] = store.create(spec, name)
         store.append_batch(runs[name], "iteration", {"label": np.zeros(2, np.int64), "iteration": np.arange(2),
                                                      "epoch": np.arange(2) / 10,
@@ -262,6 +263,8 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     assert drawn["run"] == ["second"] and list(drawn["ys"][0]) == [20.0, 30.0]
     precision = view.plots._sources["p_at_1"][1].data  # LDGS's P@1 in percent too, as the runs table prints it
     assert list(precision["ys"][0]) == [50.0, 62.5] and "%" in view.plots._figures["p_at_1"].object.yaxis[0].axis_label
+    f1 = view.plots._sources["macro_f1"][1].data  # macro-F1 too (it was drawn from 0 to 1 beside accuracy in %)
+    assert list(f1["ys"][0]) == [10.0, 25.0] and "%" in view.plots._figures["macro_f1"].object.yaxis[0].axis_label
 
 
 def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):

@@ -49,7 +49,7 @@ FIELDS: dict[str, Field] = {
     # DS-MLR (xcviz.solvers.dsmlr); the per-worker fields are drawn as bands over workers
     "optimum_gap": Field("(L1 - reference optimum) / |optimum|", True),
     "variational_gap": Field("variational gap L2(W,b_old)-L1(W)", True),
-    "macro_f1": Field("macro-F1", False, "share"),
+    "macro_f1": Field("validation macro-F1 (%)", False, "percent"),  # in % as accuracy and the runs table
     "compute_seconds": Field("compute seconds per worker", False),
     "idle_seconds": Field("idle seconds per worker", False),
     "queue_length": Field("longest queue per worker", False),
