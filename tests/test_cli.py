@@ -94,7 +94,7 @@ def test_a_libsvm_models_test_file_is_read_with_its_training_files_label_map(cap
     (["train", "bibtex", "--records", "/"], "--records /: a folder"),
     (["report", "some-run", "-o", "/"], "-o /: a folder"),
     (["serve", "--port", "99999"], "--port must be from 0 to 65535, not 99999"),  # was Bokeh's AssertionError
-    (["shard", "bibtex", "no-such-out", "--parts", "0"], "from 1 to 4096 (at most 4096 parts), got 0"),  # not "the rows"
+    (["shard", "bibtex", "no-such-out", "--parts", "0"], "from 1 to 4096 (at most 4096 parts), got 0"),
     (["serve", "--port", "-1"], "--port must be from 0 to 65535, not -1"),
 ])
 def test_bad_input_gives_one_line_and_exit_2(capsys, argv, phrase):

@@ -207,7 +207,8 @@ class SparseModel:
         try:
             bias, normalize, solver = float(meta["bias"]), bool(meta["normalize"]), str(meta["solver"])
         except (KeyError, ValueError, TypeError) as exc:
-            raise ModelFormatError(f"{meta_path}: not the description of a sparse model ({type(exc).__name__})") from None
+            raise ModelFormatError(f"{meta_path}: not the description of a sparse model "
+                                   f"({type(exc).__name__})") from None
         return cls(weights=weights, bias_weights=bias_weights, bias=bias, normalize=normalize, solver=solver,
                    params=meta.get("params", {}), info=meta.get("info", {}))
 

@@ -10,7 +10,8 @@ from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate
 from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
 
-SYNC = {"epochs": 1, "grid": 4, "lam": 1e-3, "alpha": 1500.0}  # the bench's step: its warm-up on 300 rows must not use it
+# the bench's step, which its warm-up on 300 rows must not use (it diverges there)
+SYNC = {"epochs": 1, "grid": 4, "lam": 1e-3, "alpha": 1500.0}
 
 
 def test_a_driver_limited_below_the_data_trains_on_shards_and_fails_loading(tmp_path):

@@ -3,8 +3,8 @@
 Launching and resuming claim the run in the store first (one transaction that checks its status
 and makes this process its owner), then start the worker with the claim's token (in its
 environment, `XCVIZ_CLAIM`: other local users read a process's arguments, never its environment)
-and name it as the owner: of several `xcviz resume` at once exactly one starts a worker, and a launcher that dies
-between the two steps leaves an interrupted run, never one queued for ever.
+and name it as the owner: of several `xcviz resume` at once exactly one starts a worker, and a
+launcher that dies between the two steps leaves an interrupted run, never one queued for ever.
 """
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ from ..ui.text import printable
 SCHEMA_VERSION = 2
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 RESUMABLE = ("interrupted", "cancelled", "failed")
-CLAIM_VARIABLE = "XCVIZ_CLAIM"  # hands a worker its claim's token: a process's arguments are public, its environment not
+# hands a worker its claim's token: every local user reads a process's arguments, not its environment
+CLAIM_VARIABLE = "XCVIZ_CLAIM"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,12 +1,13 @@
 """The process that trains one run of the store: `python -m xcviz.runs.worker HOME RUN`.
 
 It takes the run only with the token of the claim that started it, read from `XCVIZ_CLAIM` (not
-from its arguments, which every local user can read; of two resumes at once, one worker trains), runs at a lower CPU priority than interactive work (`lower_priority`), checks that
-its input files are still inside the run's data folders and unchanged since launch, skips the
-labels whose weights the store already holds (a resumed run), writes each finished block's records
-and weights in one transaction (while it still owns the run), stops between blocks when a cancel is
-requested (a multiclass run between batches, asking the store at most 5 times a second), and writes
-the model (partial if cancelled) into the run's folder.
+from its arguments, which every local user can read; of two resumes at once, one worker trains),
+runs at a lower CPU priority than interactive work (`lower_priority`), checks that its input files
+are still inside the run's data folders and unchanged since launch, skips the labels whose weights
+the store already holds (a resumed run), writes each finished block's records and weights in one
+transaction (while it still owns the run), stops between blocks when a cancel is requested (a
+multiclass run between batches, asking the store at most 5 times a second), and writes the model
+(partial if cancelled) into the run's folder.
 """
 from __future__ import annotations
 

@@ -74,7 +74,8 @@ class DsmlrParams(param.Parameterized):
     lam = param.Number(default=1e-4, bounds=(1e-12, 1e3), doc="L2 regularisation lambda of (2).")
     alpha = param.Number(default=0.0, bounds=(0.0, 1e9), doc=(
         "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t). "
-        "0: min(1000, N / 2), one update's step alpha / N at most 1/2 (N: rows, a multi-label row counted per label)."))
+        "0: min(1000, N / 2), one update's step alpha / N at most 1/2 (N: rows, a multi-label row counted "
+        "per label)."))
     epochs = param.Integer(default=20, bounds=(1, 10**5), doc=(
         "Outer iterations T (sync, async: epochs over all N K pairs; lc: b/W alternations; lbfgs: iterations)."))
     grid = param.Integer(default=16, bounds=(1, 4096), doc=(

@@ -102,7 +102,8 @@ class LdgsParams(param.Parameterized):
     normalize = param.Boolean(default=True, doc="L2-normalise every row before the embedding.")
     sample_size = param.Integer(default=200, bounds=(1, 10**6), doc=(
         "Training rows of the fixed diagnostic sample (exact scores, both searches, gradient errors)."))
-    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc="Diagnostic records per epoch, evenly spaced (at most one per batch).")
+    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc=(
+        "Diagnostic records per epoch, evenly spaced (at most one per batch)."))
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the SVD, V, the shuffles, samples and indexes.")
 
 

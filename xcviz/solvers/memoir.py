@@ -97,7 +97,8 @@ class MemoirParams(*(params for params, _ in ORACLES.values())):
     recall_tolerance = param.Number(default=0.01, bounds=(0.0, 1e6), doc=(
         "oracle_recall counts an answer as found when its score is within this of the exact margin "
         "class's (in units of the hinge's margin, 1): near-ties between classes cost the step nothing."))
-    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc="Diagnostic records per epoch, evenly spaced (at most one per batch).")
+    records_per_epoch = param.Integer(default=10, bounds=(1, 10**4), doc=(
+        "Diagnostic records per epoch, evenly spaced (at most one per batch)."))
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the shuffles, the sample and the oracles.")
 
 
