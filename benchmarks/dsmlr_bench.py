@@ -28,7 +28,9 @@ THREADS = 2
 # name -> (generator arguments or a bundled name, lambda, alpha, outer iterations, budget seconds)
 PROBLEMS = {
     "bibtex-multiclass": ("bibtex", 1e-3, 1500.0, 60, 150.0),
-    "synthetic K=5000": ({"n": 10_000, "d": 2_000, "labels": 5_000}, 1e-3, 1500.0, 40, 300.0),
+    # lambda 1e-4, the solver's default: at 1e-3 its optimum lay 1.56% under the start W = 0 (log K)
+    # and every mode was within 1% after one outer iteration, on a problem with nothing to learn
+    "synthetic K=5000": ({"n": 10_000, "d": 2_000, "labels": 5_000}, 1e-4, 1500.0, 40, 300.0),
 }
 TARGET = 0.01
 # the sharded-data comparison: generator arguments, parts, sync parameters
