@@ -262,6 +262,8 @@ def test_the_default_probes_hold_about_q_classes_multiclass_and_5_q_multi_label(
     assert default_probes(13, 100, 159, multilabel=True) == 41  # ceil(5 x 13 x 100 / 159)
     assert default_probes(13, 100, 159, multilabel=False) == 9
     assert default_probes(2, 100, 3, multilabel=False) == 2  # at most K clusters: ceil(2 x 3 / 3)
+    ds = generate(300, 60, 120, multiclass=True, seed=3)  # Q = ceil(sqrt 120) = 11: ceil(11 x 100 / 120) = 10
+    assert fit_ldgs(ds.X, ds.Y, LdgsParams(epochs=1, dim=8), threads=1).info["probes"] == 10
 
 
 def test_the_svd_components_are_dealt_to_the_blocks_in_turn():

@@ -449,8 +449,8 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
     epochs_done = step / per_epoch
     info = {"train_seconds": train_seconds, "batches": step, "epochs_done": epochs_done,
             "epoch_seconds": train_seconds / max(epochs_done, 1e-12), "batch_size": batch, "threads": n_threads,
-            "n_train": n, "cancelled": cancelled, "embedding_dim": h, "blocks": B, "retrieve": q, "mu": mu,
-            "multilabel": multilabel}
+            "n_train": n, "cancelled": cancelled, "embedding_dim": h, "blocks": B, "retrieve": q, "probes": probes,
+            "mu": mu, "multilabel": multilabel}
     info.update({k: last[k] for k in ("objective", "search_recall", "gradient_cosine") if np.isfinite(last[k])})
     model = EmbeddingModel(V=V, W=W[rank], tanh=tanh, normalize=p.normalize, solver="ldgs", params=values, info=info)
     if recorder is not None:
