@@ -46,3 +46,23 @@ def test_three_long_run_names_keep_the_page_within_the_window(home, tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
     assert server_errors(tmp_path / "server.log") == []
+
+
+def test_the_per_label_figures_legends_fit_long_names_too():
+    """The positives scatter names the runs in its legends like the live plots do."""
+    import pandas as pd
+
+    from xcviz.ui.label_views import PositivesView
+    from xcviz.ui.records import PlotRun, RunRecords
+
+    runs = {}
+    for i, name in enumerate(NAMES.values()):
+        records = RunRecords()
+        records.add_labels(pd.DataFrame({"label": [0, 1], "n_pos": [3, 9], "iterations": [5, 4],
+                                         "seconds": [0.1, 0.2]}))
+        runs[f"r{i}"] = PlotRun(name, "#000", records, 2)
+    view = PositivesView()
+    view.show(runs)
+    assert [legend.ncols for fig in (view.iterations, view.seconds) for legend in fig.legend] == [2, 2]
+    view.show({"r0": PlotRun("bibtex-msi", "#000", runs["r0"].records, 2)})
+    assert [legend.ncols for fig in (view.iterations, view.seconds) for legend in fig.legend] == [3, 3]

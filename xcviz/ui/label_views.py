@@ -17,7 +17,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 from ..engine.newton import STATUS_NAMES
 from ..runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import fit, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .text import markdown_text
 
@@ -118,6 +118,8 @@ class PositivesView:
             follow, self._view = view != self._view, view
             fit(self.iterations, [data["lx"]], [data["iterations"]], True, False, follow=follow)
             fit(self.seconds, [data["lx"]], [data["ly"]], True, True, follow=follow)
+            for fig in (self.iterations, self.seconds):  # their legends name the runs, as the live plots' do
+                fit_legend(fig, [name for _, name, _ in view])
         else:
             for fig, log_y in ((self.iterations, False), (self.seconds, True)):
                 if zoomed(fig.x_range) or zoomed(fig.y_range):
