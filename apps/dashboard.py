@@ -16,7 +16,7 @@ if __name__ == "__main__":
 
 import panel as pn  # noqa: E402
 
-from xcviz.server import dashboard_page, session_host_allowed  # noqa: E402
+from xcviz.app.server import dashboard_page, session_host_allowed  # noqa: E402
 
 if session_host_allowed():
     data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]

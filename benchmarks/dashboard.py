@@ -83,7 +83,7 @@ def measure(home: Path, repeats: int = 10) -> dict:
     from bokeh.document import Document
 
     from xcviz.runs.store import RunStore
-    from xcviz.ui.dashboard import Dashboard
+    from xcviz.app.dashboard import Dashboard
 
     dashboard = Dashboard(RunStore(home))
     dashboard.view().get_root(Document())
@@ -189,7 +189,7 @@ def redraw_mechanisms(runs: int = 20, fields: int = 8, points: int = 200, repeat
     from bokeh.models import ColumnDataSource
     from holoviews.streams import Pipe
 
-    from xcviz.ui.figures import PALETTE, new_figure
+    from xcviz.app.ui.figures import PALETTE, new_figure
 
     hv.extension("bokeh")
     colors = {f"run{r}": PALETTE[r % len(PALETTE)] for r in range(runs)}

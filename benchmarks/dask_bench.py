@@ -49,7 +49,7 @@ def _fit(X, Y, contender: str, sessions: dict):
 def bench(repeats: int = 3) -> dict:
     """{problem: {contender: {"seconds": [...], "scatter": [...], "blocks": n, "start": s}}}; seconds[r]
     of every contender come from the same repeat r (adjacent runs), so their ratios pair up."""
-    from xcviz.runs.cluster import connect, parse_cluster
+    from xcviz.compute.cluster import connect, parse_cluster
 
     sessions = {c: connect(parse_cluster(c), 2) for c in CONTENDERS if c != "threads"}
     try:
@@ -87,7 +87,7 @@ def section(repeats: int = 3) -> list[str]:
              f"alternating the contenders, {repeats} timed repeats after an untimed one each, medians "
              "(`benchmarks/dask_bench.py`). train_seconds = preparation + first task submitted to last block "
              "collected; cluster start and scatter apart. The models are checked bit-identical. "
-             "The local clusters run with xcviz's Dask settings (`xcviz/runs/cluster.py`, LOCAL_CONFIG) and "
+             "The local clusters run with xcviz's Dask settings (`xcviz/compute/cluster.py`, LOCAL_CONFIG) and "
              "the Dask runs' guided block plan (blocks: tasks per run). Other jobs shared the 2 cores while "
              "this ran, their load changing from one run to the next: the paired ratio (median over the "
              "repeats of each repeat's contender time over its threads time, adjacent runs) is what the "

@@ -73,8 +73,8 @@ def run_one(problem: str, mode: str) -> dict:
     import numpy as np
 
     from xcviz.api import evaluate
-    from xcviz.runs.sinks import MemorySink
-    from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+    from xcviz.records.sinks import MemorySink
+    from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
 
     train, test = _problem(problem)
     _, lam, alpha, epochs, budget = PROBLEMS[problem]
@@ -134,7 +134,7 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
     from distributed import Client, LocalCluster
 
     from xcviz.data.shards import open_shards
-    from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+    from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
     from xcviz.solvers.params import param_dict
 
     params = DsmlrParams(mode="sync", **(SHARDED[2] if sync is None else sync))

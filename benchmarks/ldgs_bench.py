@@ -88,7 +88,7 @@ def _problem(name: str):
 
 def _warm_up() -> None:
     from xcviz.data.synthetic import generate
-    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs
 
     ds = generate(400, 300, 50, multiclass=True, seed=1)
     for gradient in ESTIMATORS:
@@ -99,8 +99,8 @@ def _warm_up() -> None:
 def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
     """{problem: {estimator: row}} with seconds per epoch, final test quality and the curve."""
     from xcviz.api import evaluate
-    from xcviz.runs.sinks import MemorySink
-    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs
+    from xcviz.records.sinks import MemorySink
+    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs
 
     _warm_up()
     out: dict = {}
@@ -162,7 +162,7 @@ def bench_scaling() -> list[dict]:
     K = 50,000 problem with K classes instead: the same 4,000 training rows, so exact's O(h K) grows
     with K and decomp's cost with what its searches return."""
     from xcviz.data.synthetic import generate, split
-    from xcviz.solvers.ldgs import LdgsParams, fit_ldgs, positives
+    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs, positives
 
     source = PROBLEMS["synthetic K=50k"][0]
     out = []

@@ -79,7 +79,7 @@ def read_dismecpp_model(index: Path, n_features: int):
     """A DiSMEC++ sparse-text model (bias feature last) as an xcviz SparseModel."""
     import scipy.sparse as sp
 
-    from xcviz.models import SparseModel
+    from xcviz.models.sparse import SparseModel
 
     meta = json.loads(index.read_text())
     rows, cols, vals = [], [], []

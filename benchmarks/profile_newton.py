@@ -140,8 +140,8 @@ def kernel_loading(repeats: int = 5) -> float:
 
 def profile(name: str) -> dict:
     from xcviz.data import load
-    from xcviz.runs.sinks import MemorySink
-    from xcviz.solvers.blocks import prepare_problem
+    from xcviz.records.sinks import MemorySink
+    from xcviz.solvers._onevsall.blocks import prepare_problem
     from xcviz.solvers.dismec import DismecParams, fit_dismec
 
     train, _ = load(name)

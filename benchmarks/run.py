@@ -35,8 +35,8 @@ from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.synthetic import generate
 from xcviz.data.transforms import l2_normalize
-from xcviz.reference import liblinear_ova
-from xcviz.runs.sinks import MemorySink, NullSink
+from xcviz.testing.reference import liblinear_ova
+from xcviz.records.sinks import MemorySink, NullSink
 from xcviz.runs.store import RunStore, SqliteSink
 from xcviz.solvers.dismec import INITS, DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse

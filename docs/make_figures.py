@@ -1,7 +1,7 @@
 """Render the README's figures with headless Chromium through Playwright.
 
 `initializers-bibtex.png`: the MSI paper's per-iteration plots for the four initializers on Bibtex
-(trains each initializer with a memory sink, lays out the shared band plots of xcviz.ui.bands and
+(trains each initializer with a memory sink, lays out the shared band plots of xcviz.app.ui.bands and
 photographs them as a standalone Bokeh page). `dashboard.png`: the dashboard once the first
 visit's example has run (serves it over an empty run store, presses Compare for zero and MSI on
 Bibtex and photographs the page 4.5 s later, with records in its plots: both Bibtex runs have
@@ -29,9 +29,9 @@ import xcviz
 from xcviz.data import load
 from xcviz.runs.aggregate import relative_to_final
 from xcviz.runs.launcher import wait
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.runs.store import RunStore
-from xcviz.ui.bands import band_plot, scatter_by_run
+from xcviz.app.ui.bands import band_plot, scatter_by_run
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -2,7 +2,7 @@
 
 Runs notebooks/07-msi-paper-figures, 08-ppdsparse-paper and 09-memoir-paper top to bottom with
 $XCVIZ_FIGURES pointing at a temporary folder (each notebook's `figure(plot, name)`, from
-xcviz.ui.notebook_figures, saves its plots there as standalone Bokeh pages), then photographs
+xcviz.app.ui.notebook_figures, saves its plots there as standalone Bokeh pages), then photographs
 every page with headless Chromium as docs/NAME.png. Full sizes unless CI is set.
 Run: .venv/bin/python docs/paper_figures.py [07 08 09] (default: all three).
 """
@@ -19,7 +19,7 @@ from playwright.sync_api import sync_playwright
 
 from make_figures import CHROMIUM_ARGS
 
-from xcviz.ui.notebook_figures import FIGURES_ENV
+from xcviz.app.ui.notebook_figures import FIGURES_ENV
 
 DOCS = Path(__file__).resolve().parent
 NOTEBOOKS = {"07": "07-msi-paper-figures.ipynb", "08": "08-ppdsparse-paper.ipynb", "09": "09-memoir-paper.ipynb"}

@@ -11,6 +11,9 @@ import pytest
 from hypothesis import settings
 
 from xcviz.data import load
+from xcviz.engine.loading import enable_shortcuts
+
+enable_shortcuts()  # as every entry point does: the kernels the tests compile are those users load
 
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):

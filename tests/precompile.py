@@ -15,8 +15,8 @@ from xcviz.data.synthetic import generate
 from xcviz.engine.ldgs import greedy_messages
 from xcviz.oracles.registry import ORACLES
 from xcviz.solvers.dismec import INITS
-from xcviz.solvers.dsmlr import MODES
-from xcviz.solvers.ldgs_search import ESTIMATORS
+from xcviz.solvers.dsmlr.solver import MODES
+from xcviz.solvers.ldgs.search import ESTIMATORS
 
 
 def main() -> None:

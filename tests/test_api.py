@@ -4,7 +4,7 @@ import pytest
 
 import xcviz
 from xcviz.data.synthetic import generate
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 
 
 @pytest.fixture(scope="module")

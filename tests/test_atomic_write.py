@@ -1,4 +1,4 @@
-"""xcviz.atomic_write: a write happens whole or not at all. A writer that raises (KeyboardInterrupt
+"""xcviz._util.atomic_write: a write happens whole or not at all. A writer that raises (KeyboardInterrupt
 too), a rename that fails and a process SIGKILLed midway all leave the previous file intact; the
 failures a process survives leave no temporary file behind and raise the original error; the new
 file's permissions are the ones asked for; the folder is fsynced after the rename; a sharded
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from xcviz.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate
@@ -99,7 +99,7 @@ def test_the_file_and_then_its_folder_are_fsynced(tmp_path, monkeypatch):
 # file) until the test SIGKILLs it
 _STOPS_HALFWAY = """
 import os, sys, time
-from xcviz.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate
@@ -117,7 +117,7 @@ write_atomic(sys.argv[1], half)
 # the file ready); the test SIGKILLs it at some point while it writes
 _REWRITER = """
 import sys
-from xcviz.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate

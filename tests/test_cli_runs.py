@@ -12,7 +12,7 @@ from xcviz.cli import main
 from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.ui.datasets import dataset_choices, refused_datasets
+from xcviz.app.ui.datasets import dataset_choices, refused_datasets
 
 
 def _run(capsys, *argv):

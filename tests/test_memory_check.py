@@ -8,8 +8,8 @@ import pytest
 
 import xcviz
 from xcviz.data.synthetic import generate
-from xcviz import memory_check
-from xcviz.memory_check import _cgroup_headroom, _meminfo_available, available_bytes
+from xcviz._util import memory_check
+from xcviz._util.memory_check import _cgroup_headroom, _meminfo_available, available_bytes
 
 
 def test_the_available_memory_is_read_from_meminfo_and_the_cgroup(tmp_path):

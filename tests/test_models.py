@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xcviz.models import ModelFormatError, SparseModel
+from xcviz.models.sparse import ModelFormatError, SparseModel
 
 
 def _random_model(rng, L=30, D=50, normalize=True):
@@ -83,7 +83,7 @@ def _arrays_name(folder):
 _KILLED_BETWEEN_THE_TWO_FILES = """
 import os, signal, sys
 import numpy as np, scipy.sparse as sp
-import xcviz.models as models
+import xcviz.models.sparse as models
 write = models.write_atomic
 def write_then_die(path, content, **kw):
     if str(path).endswith("model.json"):
@@ -172,7 +172,7 @@ def test_a_load_that_meets_a_save_between_its_two_reads_reads_model_json_again(t
     """A save replaces model.json and then removes the old arrays: a load that read the old
     model.json just before finds its arrays gone, and reads model.json once more (it had reported a
     torn file)."""
-    import xcviz.models as models
+    import xcviz.models.sparse as models
 
     rng = np.random.default_rng(8)
     folder = _random_model(rng).save(tmp_path / "m")

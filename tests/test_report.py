@@ -50,7 +50,7 @@ def test_report_opens_offline_and_renders(store_with_runs, tmp_path, capsys):
 
 
 def test_report_exports_records(store_with_runs, tmp_path):
-    from xcviz.report import write_report
+    from xcviz.app.report import write_report
 
     store, runs = store_with_runs
     written = write_report(store, runs[:1], tmp_path / "r.html")
@@ -65,7 +65,7 @@ def test_report_exports_records(store_with_runs, tmp_path):
 
 def test_a_run_without_label_records_exports_no_label_files(store_with_runs, tmp_path):
     """MEMOIR, DS-MLR and LDGS runs record iterations alone: their export has no empty labels file."""
-    from xcviz.report import write_report
+    from xcviz.app.report import write_report
 
     store, runs = store_with_runs
     spec = RunSpec(dataset="bibtex", solver="ldgs", params={}, threads=1).validate()
@@ -85,7 +85,7 @@ def test_a_run_without_label_records_exports_no_label_files(store_with_runs, tmp
 
 def test_a_report_rewrite_that_fails_leaves_the_old_files_whole(store_with_runs, tmp_path, monkeypatch):
     """A rewrite that fails (here: a record export) leaves every earlier file as it was."""
-    import xcviz.report as report
+    import xcviz.app.report as report
 
     store, runs = store_with_runs
     first = report.write_report(store, runs[:1], tmp_path / "r.html")
@@ -105,7 +105,7 @@ def test_the_report_grid_holds_only_figures_that_draw_something(tmp_path):
     run has no label records, so no per-label figures, and every figure shown holds its data."""
     import numpy as np
 
-    from xcviz.report import _figures
+    from xcviz.app.report import _figures
 
     store = RunStore(tmp_path / "home")
     run = store.create(RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json(), "mc")
@@ -126,7 +126,7 @@ def test_the_report_grid_holds_only_figures_that_draw_something(tmp_path):
     ("a" * 300, "a" * 60),
 ])
 def test_a_run_name_reaches_file_names_only_as_safe_characters(name, part):
-    from xcviz.report import download_name, name_part, run_label
+    from xcviz.app.report import download_name, name_part, run_label
 
     assert name_part(name) == part
     assert run_label(name, "20261125-101010-abcdef") == (f"{part}-20261125-101010-abcdef" if part
@@ -139,7 +139,7 @@ def test_the_records_archive_names_each_runs_files_by_name_and_id(store_with_run
     """Two runs whose names clean to the same text keep their own files (the id tells them apart)."""
     import zipfile
 
-    from xcviz.report import records_archive
+    from xcviz.app.report import records_archive
 
     store, runs = store_with_runs
     names = [store.get(run)["name"] for run in runs[:2]]
@@ -175,7 +175,7 @@ def multiclass_runs(tmp_path_factory):
 
 def _report_layout(store, runs, monkeypatch):
     """The Bokeh layout `build_report` writes into the page of `runs`."""
-    import xcviz.report as report
+    import xcviz.app.report as report
 
     built = []
     write = report.file_html
@@ -213,7 +213,7 @@ def test_every_solvers_report_draws_its_figures_at_a_fixed_readable_width(solver
 
 def test_a_multiclass_report_renders_its_plots_wide_in_a_browser(multiclass_runs, tmp_path):
     """An LDGS report (no per-label figures) shows each plot at its set width at a 1600 px viewport."""
-    from xcviz.report import write_report
+    from xcviz.app.report import write_report
 
     store, runs = multiclass_runs
     out = tmp_path / "ldgs.html"

@@ -10,8 +10,9 @@ from . import metrics
 from .data.dataset import Dataset
 from .data.registry import resolve
 from .data.shards import Shards
-from .models import SparseModel
-from .runs.cluster import cluster_client
+from .engine.loading import enable_shortcuts
+from .models.sparse import SparseModel
+from .compute.cluster import cluster_client
 from .solvers import get_solver, make_params, param_dict
 
 
@@ -51,9 +52,10 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     C = 1); other solver parameters go in **params (see the solver's parameter class).
     validation: a data set a multiclass solver measures accuracy on while it trains. cluster:
     "local:N[xT]" or "tcp://HOST:PORT" trains a one-vs-all solver's label blocks on Dask (see
-    xcviz.runs.cluster); the model's info then says where, and how long starting and scattering took.
+    xcviz.compute.cluster); the model's info then says where, and how long starting and scattering took.
     A sharded folder (`xcviz shard`) trains DS-MLR's sync on a cluster without its rows ever being
     read here (the workers read the parts); any other solver reads every part."""
+    enable_shortcuts()
     ds = _as_dataset(dataset)
     given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
     p = make_params(solver, **given, **params)
@@ -91,6 +93,7 @@ def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None =
     PSP is left out when `psp_unavailable(train)` says why (no, a sharded or a tiny training split). A sharded
     test split is predicted part by part: one part's features in memory at a time, beside every
     part's labels and top k (the same numbers as the whole split at once)."""
+    enable_shortcuts()
     if psp_unavailable(train):
         train = None
     family = get_solver(model.solver)
@@ -141,6 +144,7 @@ class OneVsAllClassifier:
         return self
 
     def fit(self, X: sp.spmatrix, Y: sp.spmatrix, recorder=None) -> "OneVsAllClassifier":
+        enable_shortcuts()
         p = make_params(self.solver, **self._params)
         self.model_ = get_solver(self.solver).fit(X, Y, p, threads=self.threads, recorder=recorder)
         self.n_features_in_ = X.shape[1]

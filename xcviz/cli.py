@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .data.errors import DatasetFormatError
-from .models import ModelFormatError
-from .ui.text import printable
+from .models.sparse import ModelFormatError
+from ._util.text import printable
 
 if TYPE_CHECKING:
-    from .embedding_model import EmbeddingModel
-    from .models import SparseModel
+    from .models.embedding import EmbeddingModel
+    from .models.sparse import SparseModel
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
 ERROR_CHARS = 600  # the longest error line the CLI prints
@@ -128,7 +128,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
-    from .memory_check import check_fits
+    from ._util.memory_check import check_fits
 
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
     labels_a_row = 1 if args.multiclass else min(avg_labels, args.labels)  # a row holds a label once
@@ -218,7 +218,7 @@ def _note_paper_lambda(model: SparseModel | EmbeddingModel) -> None:
 
 def _cluster(args: argparse.Namespace) -> str | None:
     """The cluster asked for by --cluster or --scheduler (HOST:PORT gets tcp://), checked."""
-    from .runs.cluster import parse_cluster
+    from .compute.cluster import parse_cluster
 
     if args.cluster and args.scheduler:
         raise ValueError("give --cluster or --scheduler, not both")
@@ -285,7 +285,7 @@ def _note_psp(test, train) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .api import evaluate, train
     from .data.registry import resolve
-    from .runs.sinks import JsonLinesSink
+    from .records.sinks import JsonLinesSink
     from .runs.summary import metric_summary, model_summary, peak_rss_mb
     from .solvers import get_solver
 
@@ -322,7 +322,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import evaluate
     from .data.registry import BUNDLED, load, load_files
-    from .embedding_model import load_model
+    from .models.embedding import load_model
     from .runs.summary import metric_summary
 
     _known_dataset(args.dataset)
@@ -363,7 +363,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    from .regular_file import read_regular_text
+    from ._util.regular_file import read_regular_text
     from .runs.launcher import launch
     from .runs.spec import RunSpec
     from .runs.store import RunStore
@@ -470,7 +470,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from .app.report import write_report
     from .runs.store import RunStore
 
     _output_file("-o", args.output)
@@ -481,9 +481,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .server import serve
+    from .app.server import serve
 
-    from .runs.cluster import parse_cluster
+    from .compute.cluster import parse_cluster
 
     if not 0 <= args.port <= 65535:  # Bokeh's server asserted on it, a traceback
         raise ValueError(f"--port must be from 0 to 65535, not {args.port}")

@@ -11,8 +11,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from xcviz.models import SparseModel
-from xcviz.report import build_report
+from xcviz.models.sparse import SparseModel
+from xcviz.app.report import build_report
 from xcviz.runs.launcher import launch, resume, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from xcviz.cli import main
-from xcviz.runs.cluster import MAX_LOCAL_WORKERS, parse_cluster, task_threads
+from xcviz.compute.cluster import MAX_LOCAL_WORKERS, parse_cluster, task_threads
 from xcviz.runs.spec import RunSpec, SpecError
-from xcviz.solvers.blocks import BlockPlan, labels_within_budget
-from xcviz.solvers.distributed import block_plan, guided_sizes, stratified_blocks
+from xcviz.solvers._onevsall.blocks import BlockPlan, labels_within_budget
+from xcviz.solvers._onevsall.dask_backend import block_plan, guided_sizes, stratified_blocks
 
 
 def test_accepted_cluster_values():

@@ -4,14 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcviz.runs.cluster import connect, parse_cluster
+from xcviz.compute.cluster import connect, parse_cluster
 from xcviz.runs.costmodel import list_schedule, predict_makespan
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec
-from xcviz.solvers.distributed import worker_addresses
+from xcviz.compute.cluster import worker_addresses
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
-from xcviz.ui.figures import run_color
-from xcviz.ui.workers_view import WorkersView, lane_summary
+from xcviz.app.ui.figures import run_color
+from xcviz.app.ui.workers_view import WorkersView, lane_summary
 
 
 def test_list_schedule_by_hand():
@@ -97,8 +97,8 @@ def test_workers_that_cannot_import_the_solvers_fail_the_connection(monkeypatch)
     plugin's module list can be replaced)."""
     from distributed import LocalCluster
 
-    from xcviz.runs import worker_setup
-    from xcviz.runs.cluster import ClusterError
+    from xcviz.compute import worker_setup
+    from xcviz.compute.cluster import ClusterError
 
     monkeypatch.setattr(worker_setup, "WORKER_IMPORTS", ("xcviz.solvers.no_such_solver",))
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
@@ -163,7 +163,7 @@ def test_a_tls_scheduler_is_reached_with_the_certificates_of_dask_configuration(
     import dask
     from distributed import LocalCluster, Security
 
-    from xcviz.runs.cluster import ClusterError
+    from xcviz.compute.cluster import ClusterError
 
     security = Security.temporary()
     files = {}

@@ -8,7 +8,7 @@ import numpy as np
 from benchmarks.dsmlr_bench import driver_process
 from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate
-from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
 
 # the bench's step, which its warm-up on 300 rows must not use (it diverges there)
 SYNC = {"epochs": 1, "grid": 4, "lam": 1e-3, "alpha": 1500.0}

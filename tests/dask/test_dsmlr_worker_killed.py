@@ -18,11 +18,11 @@ import pytest
 from tests.dask.test_cluster_runs import _wait_for
 from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate
-from xcviz.models import SparseModel
+from xcviz.models.sparse import SparseModel
 from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
 
 PARAMS = {"mode": "sync", "epochs": 40, "grid": 4, "alpha": 200.0, "lam": 1e-3}
 

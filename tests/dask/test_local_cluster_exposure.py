@@ -6,7 +6,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from xcviz.runs.cluster import cluster_client
+from xcviz.compute.cluster import cluster_client
 
 
 def test_a_local_cluster_serves_no_http_pages_and_keeps_its_scratch_private():

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from xcviz.data.synthetic import generate
 from xcviz.engine import dsmlr as K_
-from xcviz.solvers.dsmlr import objective_parts, prepare, splits, variational_gap
+from xcviz.solvers.dsmlr.solver import objective_parts, prepare, splits, variational_gap
 
 
 def _problem(seed=1, n=120, d=20, k=6):

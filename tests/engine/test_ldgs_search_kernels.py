@@ -7,7 +7,7 @@ import pytest
 
 from xcviz.engine.ldgs import CE, MARGIN, all_scores, bisimplex_thresholds, block_live, loss_grad, search_estimate
 from xcviz.oracles.block_index import BlockSphericalIndex
-from xcviz.solvers.ldgs_search import Estimator, block_bounds
+from xcviz.solvers.ldgs.search import Estimator, block_bounds
 
 from tests.solvers.test_ldgs import _clock, _dense
 

@@ -28,7 +28,7 @@ def test_fresh_process_loads_kernels_lightly_and_trains_the_same_model(tmp_path)
 
 
 def test_the_runtime_module_cache_is_written_whole_private_or_skipped(tmp_path, monkeypatch):
-    """The cached NRT module goes through xcviz.atomic_write: a whole, owner-only file; an
+    """The cached NRT module goes through xcviz._util.atomic_write: a whole, owner-only file; an
     unwritable folder or a failing write is skipped silently (numba compiles it next time), and
     no temporary file is left in the kernels' cache folder."""
     path = tmp_path / "xcviz-nrt-test.nbc"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from xcviz.data.synthetic import generate
 from xcviz.engine import newton as K
 from xcviz.engine.newton import _msi_start
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec, preprocess
 
 
@@ -101,7 +101,7 @@ def test_results_do_not_depend_on_thread_count(small, init):
 def test_rows_ordered_by_length_are_the_same_problem(small):
     """prepare_problem(order_rows=True) permutes X's rows (shortest first) and renumbers Y's
     positives to match; the Newton engine's models on both orders differ by rounding only."""
-    from xcviz.solvers.blocks import prepare_problem
+    from xcviz.solvers._onevsall.blocks import prepare_problem
 
     plain = prepare_problem(small.X, small.Y, True, 1.0)
     ordered = prepare_problem(small.X, small.Y, True, 1.0, order_rows=True)
@@ -136,7 +136,7 @@ def test_labels_trained_together_are_bitwise_those_trained_alone(small, loss, in
     """train_block trains SLOTS labels per worker together, sharing each pass over X: every label's
     weights, stopping status, iterations and recorded trajectory are bitwise what `newton` gives for
     that label alone (its sums run in the same order), whatever labels share its passes."""
-    from xcviz.solvers.blocks import prepare_problem
+    from xcviz.solvers._onevsall.blocks import prepare_problem
 
     prob = prepare_problem(small.X, small.Y, True, 1.0, order_rows=True)
     rows, n, dim = prob.rows, prob.n, prob.dim

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from xcviz.models import SparseModel
+from xcviz.models.sparse import SparseModel
 from xcviz.runs.launcher import launch, resume, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
@@ -43,7 +43,7 @@ def test_a_block_whose_weights_cannot_be_written_leaves_no_records(tmp_path, sma
 _SAVE_UNDER_LIMIT = """
 import resource, signal, sys
 import numpy as np, scipy.sparse as sp
-from xcviz.models import SparseModel
+from xcviz.models.sparse import SparseModel
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
 rng = np.random.default_rng(0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from xcviz.data.registry import load_files
-from xcviz.models import SparseModel
+from xcviz.models.sparse import SparseModel
 from xcviz.runs.launcher import wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, StoreError

@@ -16,9 +16,8 @@ from xcviz.cli import main
 from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
-from xcviz.ui.text import markdown_text
-from xcviz.ui.text import markdown_text
+from xcviz.app.dashboard import Dashboard
+from xcviz._util.text import markdown_text
 
 
 def _one_line(result, *phrases):

@@ -122,7 +122,7 @@ def test_window_times_are_drawn_per_batch_so_a_short_last_window_does_not_dip():
     speed). Per batch, every window reads 0.5 s, across the aggregate's batches; the starting
     record trained nothing (NaN, left out); the plots show the per-batch field instead of the raw."""
     from xcviz.runs.aggregate import RunAggregate
-    from xcviz.ui.fields import plotted_fields
+    from xcviz.app.ui.fields import plotted_fields
 
     steps = [0, 4, 8, 10, 14, 15]
     trained = np.diff(steps, prepend=0)

@@ -12,7 +12,7 @@ import pytest
 
 from xcviz.cli import main
 from xcviz.data import load
-from xcviz.models import SparseModel
+from xcviz.models.sparse import SparseModel
 from xcviz.runs.launcher import launch, resume, wait
 from xcviz.runs.progress import progress_text
 from xcviz.runs.spec import RunSpec, SpecError

@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 
-from xcviz.runs.sinks import JsonLinesSink, MemorySink, NullSink, TeeSink, read_jsonl
+from xcviz.records.sinks import JsonLinesSink, MemorySink, NullSink, TeeSink, read_jsonl
 
 
 def _emit(sink):

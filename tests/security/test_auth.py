@@ -16,7 +16,7 @@ from tornado.web import create_signed_value
 from tests.security.conftest import open_websocket, serve, server_errors, session_token
 from tests.ui.browser import ARTIFACTS, browser_page
 from xcviz.runs.store import RunStore
-from xcviz.server import MAX_FAILURES
+from xcviz.app.server import MAX_FAILURES
 
 
 def _request(port: int, method: str, path: str, cookie: str = "", form: dict | None = None,
@@ -210,7 +210,7 @@ def test_secret_files_others_can_read_and_passwords_as_arguments_are_refused(tmp
 
 
 def test_login_limiter_locks_a_client_out_for_a_while():
-    from xcviz.server import LoginLimiter
+    from xcviz.app.server import LoginLimiter
 
     now = [0.0]
     limiter = LoginLimiter(max_failures=3, lockout=60, clock=lambda: now[0])

@@ -7,8 +7,8 @@ from bokeh.document import Document
 
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
-from xcviz.ui.text import markdown_text
+from xcviz.app.dashboard import Dashboard
+from xcviz._util.text import markdown_text
 
 SECRET = "root:x:0:0:SECRET-7f3a:/root:/bin/bash"
 

@@ -109,7 +109,7 @@ def test_bare_panel_serve_of_the_app_refuses_foreign_hosts(tmp_path):
 @pytest.mark.parametrize("header, name", [("EX.org:80", "ex.org"), ("[::1]:5006", "::1"), ("::1", "::1"),
                                           ("localhost.", "localhost"), ("", "")])
 def test_host_name(header, name):
-    from xcviz.server import host_name
+    from xcviz.app.server import host_name
 
     assert host_name(header) == name
 
@@ -119,7 +119,7 @@ def test_an_ipv6_address_is_refused_before_serving(args, capsys):
     """Panel reads a Host [::1]:PORT as name:port and failed every page with a 500: `xcviz serve`
     says so and stops instead (`--address ::`, every address, still binds)."""
     from xcviz.cli import main
-    from xcviz.server import refuse_ipv6
+    from xcviz.app.server import refuse_ipv6
 
     assert main(["serve", "--port", str(free_port()), *args]) == 2
     assert "IPv6" in capsys.readouterr().err

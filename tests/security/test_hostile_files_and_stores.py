@@ -12,7 +12,7 @@ from xcviz.cli import ERROR_CHARS, main
 from xcviz.data.errors import DatasetFormatError
 from xcviz.data.shards import MANIFEST, open_shards
 from xcviz.data.textio import open_text
-from xcviz.models import ModelFormatError, SparseModel
+from xcviz.models.sparse import ModelFormatError, SparseModel
 from xcviz.runs.inputs import InputError, fingerprint
 from xcviz.runs.launcher import resume, wait
 from xcviz.runs.spec import RunSpec

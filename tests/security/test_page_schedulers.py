@@ -15,7 +15,7 @@ from xcviz.runs.inputs import InputError, check, record
 from xcviz.runs.launcher import launch
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
+from xcviz.app.dashboard import Dashboard
 
 
 @contextmanager

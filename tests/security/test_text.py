@@ -1,4 +1,4 @@
-"""User-given text passed through xcviz.ui.text renders, by Panel's own Markdown parser, as exactly
+"""User-given text passed through xcviz._util.text renders, by Panel's own Markdown parser, as exactly
 its characters: no tag but the paragraph, no entity left undone."""
 import re
 from html.parser import HTMLParser
@@ -7,7 +7,7 @@ import panel as pn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcviz.ui.text import html_text, markdown_text, printable
+from xcviz._util.text import html_text, markdown_text, printable
 
 # Markdown and HTML syntax, entities, control characters, invisible ones (a right-to-left override,
 # a zero-width space, a line separator), right-to-left letters and a few letters that spell no link
@@ -62,8 +62,8 @@ def test_runs_without_label_records_are_named_as_text_in_the_per_label_tabs(tmp_
 
     from xcviz.runs.spec import RunSpec
     from xcviz.runs.store import RunStore
-    from xcviz.ui.label_views import LabelInspector
-    from xcviz.ui.run_view import RunView
+    from xcviz.app.ui.label_views import LabelInspector
+    from xcviz.app.ui.run_view import RunView
 
     store = RunStore(tmp_path / "home")
     spec = RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json()
@@ -87,7 +87,7 @@ def test_runs_without_label_records_are_named_as_text_in_the_per_label_tabs(tmp_
 def test_a_run_named_after_a_file_with_invisible_characters_gets_their_escapes(tmp_path):
     """The page names a run after its data file; a run name may hold no invisible character, so a
     file "x<RLO>txt.exe_train.txt" gives the run "x\\u202etxt.exe-..." (it launches, and reads as it is)."""
-    from xcviz.ui.launch import LaunchPanel
+    from xcviz.app.ui.launch import LaunchPanel
 
     specs = LaunchPanel({"bibtex": "bibtex"}).specs(str(tmp_path / "x\u202etxt.exe_train.txt"), None)
     assert specs and all(s.name.startswith("x\\u202etxt.exe-") and s.name.isprintable() for s in specs)
@@ -101,8 +101,8 @@ def test_a_long_run_name_is_shortened_in_the_plots_keeping_its_start_and_end(tmp
 
     from xcviz.runs.spec import RunSpec
     from xcviz.runs.store import RunStore
-    from xcviz.ui.run_view import RunView
-    from xcviz.ui.text import short_name
+    from xcviz.app.ui.run_view import RunView
+    from xcviz._util.text import short_name
 
     store = RunStore(tmp_path / "home")
     spec = RunSpec(dataset="bibtex", solver="ldgs", params={}).validate().to_json()

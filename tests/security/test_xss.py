@@ -14,7 +14,7 @@ from contextlib import redirect_stdout
 from tests.security.conftest import serve, server_errors
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from xcviz.cli import main
-from xcviz.report import build_report
+from xcviz.app.report import build_report
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
 

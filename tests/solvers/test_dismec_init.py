@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from xcviz.solvers.blocks import training_rows
+from xcviz.solvers._onevsall.blocks import training_rows
 from xcviz.solvers.dismec import DismecParams, fit_dismec, ovap_start
 
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from xcviz import metrics
 from xcviz.data.transforms import l2_normalize
-from xcviz.reference import liblinear_ova, squared_hinge_objective
+from xcviz.testing.reference import liblinear_ova, squared_hinge_objective
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 
 

@@ -14,10 +14,10 @@ from xcviz.data.dataset import Dataset
 from xcviz.data.registry import load
 from xcviz.data.synthetic import generate
 from xcviz.runs.launcher import launch, wait
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, SqliteSink
-from xcviz.solvers.dsmlr import ITER_FIELDS, DsmlrParams, fit_dsmlr
+from xcviz.solvers.dsmlr.solver import ITER_FIELDS, DsmlrParams, fit_dsmlr
 
 CI = bool(os.environ.get("CI"))
 
@@ -172,7 +172,7 @@ def test_a_background_run_with_a_cluster_spec_trains_sync_on_dask(tmp_path):
     row = wait(store, launch(spec, store), timeout=600)
     assert row["status"] == "done", row["error"]
     assert row["summary"]["cluster"] == "local:2x1" and row["summary"]["workers"] == 2
-    from xcviz.models import SparseModel
+    from xcviz.models.sparse import SparseModel
 
     stored = SparseModel.load(store.run_dir(row["id"]) / "model")
     threads = fit_dsmlr(train.X, train.Y, DsmlrParams(**params), threads=1)
@@ -215,7 +215,7 @@ def test_dask_sync_asks_the_scheduler_for_its_workers_not_the_clients_cache(clie
     fetch and the read, it made a run fail at start ("no workers") or mid-wait ("worker left the
     cluster", a CI failure). Here the cache always lists none and the workers are checked on every
     wait of 1 ms: the run must still be the threads run."""
-    import xcviz.solvers.dsmlr_dask as dsmlr_dask
+    import xcviz.solvers.dsmlr.distributed as dsmlr_dask
     from distributed import Client
 
     monkeypatch.setattr(Client, "scheduler_info", lambda self, *a, **k: {"workers": {}})

@@ -20,11 +20,11 @@ from xcviz.data.errors import DatasetFormatError
 from xcviz.data.shards import MANIFEST, Shards, open_shards, write_shards
 from xcviz.data.synthetic import generate, split
 from xcviz.runs.inputs import InputError, check, record
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.runs.spec import RunSpec
-from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
+from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
 from tests.solvers.test_dsmlr import client  # noqa: F401  (the LocalCluster(2) fixture)
-from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
+from xcviz.app.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 
 PARAMS = dict(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
 

@@ -11,15 +11,15 @@ from xcviz.api import evaluate
 from xcviz.cli import main
 from xcviz.data import load
 from xcviz.data.synthetic import generate, split
-from xcviz.embedding_model import EmbeddingModel, load_model
+from xcviz.models.embedding import EmbeddingModel, load_model
 from xcviz.engine.ldgs import CE, MARGIN, embedding_gradient, forward
 from xcviz.oracles.block_index import BlockSphericalIndex
 from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.runs.sinks import MemorySink
-from xcviz.solvers.ldgs import LdgsParams, dealt_components, default_probes, default_retrieve, fit_ldgs
-from xcviz.solvers.ldgs_search import Estimator, block_bounds
+from xcviz.records.sinks import MemorySink
+from xcviz.solvers.ldgs.solver import LdgsParams, dealt_components, default_probes, default_retrieve, fit_ldgs
+from xcviz.solvers.ldgs.search import Estimator, block_bounds
 
 CI = bool(os.environ.get("CI"))
 
@@ -176,8 +176,8 @@ def test_load_model_reads_the_description_once_so_a_save_in_between_cannot_mix_t
                                                                                           monkeypatch):
     """load_model read model.json for the kind, then the kind's reader read it again: an embedding
     model saved over a sparse one in between made the sparse reader meet the embedding's arrays."""
-    import xcviz.models as models
-    from xcviz.models import SparseModel
+    import xcviz.models.sparse as models
+    from xcviz.models.sparse import SparseModel
 
     train, test = noisy
     embedding = fit_ldgs(train.X, train.Y, LdgsParams(epochs=1, dim=8), threads=1)
@@ -327,14 +327,14 @@ def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
     import sys
     import time
 
-    import xcviz.solvers.ldgs as ldgs
+    import xcviz.solvers.ldgs.solver as ldgs
 
     code = (
         "import json\n"
         "from numba.core.registry import CPUDispatcher\n"
         "import xcviz.engine.ldgs, xcviz.engine.ldgs_measure, xcviz.engine.mips, xcviz.engine.topk\n"
         "from xcviz.data.synthetic import generate\n"
-        "from xcviz.solvers import ldgs\n"
+        "from xcviz.solvers.ldgs import solver as ldgs\n"
         "mods = (xcviz.engine.ldgs, xcviz.engine.ldgs_measure, xcviz.engine.mips, xcviz.engine.topk)\n"
         "kernels = {v.__name__: v for m in mods for v in vars(m).values() if isinstance(v, CPUDispatcher)}\n"
         "late = {}\n"

@@ -1,5 +1,5 @@
 """The numba engine's LDGS estimators against the plain-numpy transcription of the paper
-(xcviz.solvers.ldgs_reference): on searches that miss classes, every sample's candidates, gradient,
+(xcviz.solvers.ldgs.reference): on searches that miss classes, every sample's candidates, gradient,
 loss and active set; and the transcription's own loss against a QP solver and finite differences,
 so that it is a check of its own and not a copy of the engine."""
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 
 from xcviz.engine.ldgs import CE, MARGIN
 from xcviz.oracles.block_index import BlockSphericalIndex
-from xcviz.solvers.ldgs_reference import bisimplex_projection, decomposed_gradient, exact_gradient, loss
-from xcviz.solvers.ldgs_search import Estimator, block_bounds
+from xcviz.solvers.ldgs.reference import bisimplex_projection, decomposed_gradient, exact_gradient, loss
+from xcviz.solvers.ldgs.search import Estimator, block_bounds
 
 from tests.engine.test_ldgs_kernels import _brute_projection, random_levels
 from tests.engine.test_ldgs_search_kernels import _problem

@@ -15,7 +15,7 @@ from xcviz.oracles.exact import ExactOracle
 from xcviz.oracles.indexed import IndexedOracle
 from xcviz.oracles.registry import ORACLES, make_oracle
 from xcviz.oracles.static import StaticVectors
-from xcviz.runs.sinks import MemorySink
+from xcviz.records.sinks import MemorySink
 from xcviz.solvers.classweights import ClassWeights
 from xcviz.solvers.memoir import ITER_FIELDS, MemoirParams, fit_memoir
 

@@ -9,9 +9,9 @@ from scipy.optimize import minimize
 
 from xcviz import metrics
 from xcviz.engine.ppdsparse import sparsify
-from xcviz.models import SparseModel
-from xcviz.reference import liblinear_ova
-from xcviz.runs.sinks import MemorySink
+from xcviz.models.sparse import SparseModel
+from xcviz.testing.reference import liblinear_ova
+from xcviz.records.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse, paper_bounds
 

@@ -7,7 +7,8 @@ import sys
 import time
 
 from xcviz.data.synthetic import generate
-from xcviz.solvers import dsmlr, memoir
+from xcviz.solvers import memoir
+from xcviz.solvers.dsmlr import solver as dsmlr
 
 LATE_KERNELS = """
 import importlib, json, pkgutil
@@ -16,8 +17,9 @@ from numba.core.registry import CPUDispatcher
 import xcviz.engine, xcviz.oracles, xcviz.solvers
 from xcviz.data.synthetic import generate
 from xcviz.oracles.registry import ORACLES
-from xcviz.runs.sinks import MemorySink
-from xcviz.solvers import dsmlr, memoir
+from xcviz.records.sinks import MemorySink
+from xcviz.solvers import memoir
+from xcviz.solvers.dsmlr import solver as dsmlr
 mods = [importlib.import_module(f"{pkg.__name__}.{m.name}") for pkg in (xcviz.engine, xcviz.oracles, xcviz.solvers)
         for m in pkgutil.iter_modules(pkg.__path__)]
 kernels = {f"{m.__name__}.{n}": v for m in mods for n, v in vars(m).items() if isinstance(v, CPUDispatcher)}

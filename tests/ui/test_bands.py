@@ -2,7 +2,7 @@
 import holoviews as hv
 import pandas as pd
 
-from xcviz.ui.bands import band_plot, run_colors, scatter_by_run
+from xcviz.app.ui.bands import band_plot, run_colors, scatter_by_run
 
 
 def test_band_plot_elements_hold_the_bands():
@@ -25,7 +25,7 @@ def test_scatter_by_run():
 
 
 def test_bound_check_draws_the_diagonal_over_the_data():
-    from xcviz.ui.bands import bound_check
+    from xcviz.app.ui.bands import bound_check
 
     labels = pd.DataFrame({"alpha_bound": [4.0, 40.0, 400.0], "alpha_l1": [1.0, 30.0, 0.0]})
     plot = bound_check({"run": labels}, "alpha_bound", "alpha_l1")
@@ -41,7 +41,7 @@ def test_a_log_band_edge_at_zero_goes_down_to_the_curve_floor_instead_of_leaving
     5% edge was 0 (converged labels), which a log axis cannot draw."""
     import numpy as np
 
-    from xcviz.ui.live_plots import floored_band
+    from xcviz.app.ui.live_plots import floored_band
 
     nan = np.nan
     lower = np.log10(np.array([1e-2, 1e-3, nan, nan, 1e-4]))  # scaled: NaN where the edge was <= 0

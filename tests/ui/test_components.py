@@ -10,10 +10,10 @@ from benchmarks.dashboard import fill_store, measure
 from xcviz import solvers
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
-from xcviz.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
-from xcviz.ui.launch import LaunchPanel
-from xcviz.ui.runs_table import runs_frame
+from xcviz.app.dashboard import Dashboard
+from xcviz.app.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
+from xcviz.app.ui.launch import LaunchPanel
+from xcviz.app.ui.runs_table import runs_frame
 
 
 class OracleParams(param.Parameterized):
@@ -131,7 +131,7 @@ def test_a_restarted_run_is_read_again_without_its_dropped_records(tmp_path):
     import numpy as np
 
     from xcviz.runs.spec import RunSpec
-    from xcviz.ui.run_view import RunView
+    from xcviz.app.ui.run_view import RunView
 
     store = RunStore(tmp_path / "home")
     run = store.create(RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json(), "mc")
@@ -232,7 +232,7 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     from bokeh.document.events import ModelChangedEvent
 
     from xcviz.runs.spec import RunSpec
-    from xcviz.ui.run_view import RunView
+    from xcviz.app.ui.run_view import RunView
 
     store = RunStore(tmp_path / "home")
     spec = RunSpec(dataset="bibtex", solver="memoir", params={}).validate().to_json()
@@ -312,8 +312,8 @@ def test_the_per_label_views_say_a_run_has_not_recorded_before_calling_it_multic
     """A dismec run just launched was called "a multiclass solver" until its first records came."""
     import pandas as pd
 
-    from xcviz.ui.label_views import _no_labels
-    from xcviz.ui.records import PlotRun, RunRecords
+    from xcviz.app.ui.label_views import _no_labels
+    from xcviz.app.ui.records import PlotRun, RunRecords
 
     fresh = PlotRun("delicious-msi", "#000", RunRecords(), 983)
     assert _no_labels({"r": fresh}) == "The shown runs have not recorded yet."

@@ -12,8 +12,8 @@ from tests.ui.test_page import _open, _pan_until, _tick, _until
 from xcviz.data.synthetic import generate
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, SqliteSink
-from xcviz.solvers.dsmlr import DsmlrParams, fit_dsmlr
-from xcviz.ui.run_view import RunView
+from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
+from xcviz.app.ui.run_view import RunView
 
 # for the objective figure's reference lines: whether each spans the figure's x range as shown now
 # (a glyph with x coordinates spans those; a horizontal span crosses any x range)

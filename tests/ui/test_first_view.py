@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from bokeh.document import Document
 
-import xcviz.ui.dashboard as dashboard_module
+import xcviz.app.dashboard as dashboard_module
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from tests.ui.conftest import server_errors, start_server
 from xcviz.cli import main as xcviz
 from xcviz.runs.launcher import wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
-from xcviz.ui.runs_table import newest_comparison
+from xcviz.app.dashboard import Dashboard
+from xcviz.app.ui.runs_table import newest_comparison
 
 ITERATIONS, LABELS = 6, 3
 # a run name is data: one of the comparison's runs is named like an HTML element that runs a script

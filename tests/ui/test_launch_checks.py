@@ -10,8 +10,8 @@ from bokeh.document import Document
 from xcviz.engine.threads import max_threads
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
-from xcviz.ui.dashboard import Dashboard
-from xcviz.ui.launch import LaunchPanel
+from xcviz.app.dashboard import Dashboard
+from xcviz.app.ui.launch import LaunchPanel
 
 REASON = "a link to a file outside the data folders"
 
@@ -119,7 +119,7 @@ def test_resume_says_a_multiclass_run_starts_again_and_delete_refuses_a_training
     """Resume continued a one-vs-all run but silently restarted an LDGS one (cancelled at epoch 12
     of 30, it trained from epoch 0 again); Delete asked to confirm, then refused a running run by
     its id. Resume now says which runs start again, and Delete refuses by name before asking."""
-    import xcviz.ui.runs_table as runs_table
+    import xcviz.app.ui.runs_table as runs_table
 
     resumed = []
     monkeypatch.setattr(runs_table, "resume", lambda _store, run, _schedulers: resumed.append(run))  # no worker process

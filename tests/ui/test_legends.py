@@ -5,7 +5,7 @@ from tests.ui.browser import ARTIFACTS, browser_page
 from tests.ui.conftest import server_errors, start_server
 from tests.ui.test_first_view import _finished
 from xcviz.runs.store import RunStore
-from xcviz.ui.figures import legend_columns
+from xcviz.app.ui.figures import legend_columns
 
 NAMES = {"zero": "bibtex-memoir-simplelsh", "msi": "bibtex-memoir-random-xy", "bias": "bibtex-memoir-exact-xyz"}
 # the legends' entries per row in the page, and the page's width against the window's
@@ -52,8 +52,8 @@ def test_the_per_label_figures_legends_fit_long_names_too():
     """The positives scatter names the runs in its legends like the live plots do."""
     import pandas as pd
 
-    from xcviz.ui.label_views import PositivesView
-    from xcviz.ui.records import PlotRun, RunRecords
+    from xcviz.app.ui.label_views import PositivesView
+    from xcviz.app.ui.records import PlotRun, RunRecords
 
     runs = {}
     for i, name in enumerate(NAMES.values()):

@@ -3,7 +3,7 @@ refuses names that are not plain file names."""
 import holoviews as hv
 import pytest
 
-from xcviz.ui.notebook_figures import FIGURES_ENV, figure
+from xcviz.app.ui.notebook_figures import FIGURES_ENV, figure
 
 
 def test_the_plot_is_returned_and_saved_only_when_a_folder_is_set(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The Workers view sends its data to the page only when there is something new to draw."""
 import pandas as pd
 
-from xcviz.ui.workers_view import WorkersView
+from xcviz.app.ui.workers_view import WorkersView
 
 
 class _Store:

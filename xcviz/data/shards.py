@@ -17,7 +17,7 @@ so that a Dask worker can place the global row numbers of its row blocks without
 reading a part. File names are bare names inside the folder (no path separators): the manifest
 cannot point a reader elsewhere. Any solver can train on a sharded folder (`Shards.X` / `.Y`
 read every part, concatenated); DS-MLR's sync on Dask never does: its workers read the parts
-(`xcviz.solvers.dsmlr_dask`), and its workers evaluate the test parts the same way.
+(`xcviz.solvers.dsmlr.distributed`), and its workers evaluate the test parts the same way.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic_write import sync_files, write_atomic
-from ..regular_file import open_regular
+from .._util.atomic_write import sync_files, write_atomic
+from .._util.regular_file import open_regular
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .textio import max_size, read_xc, write_xc

@@ -25,10 +25,10 @@ from typing import Iterable, Sequence, TextIO
 import numpy as np
 import scipy.sparse as sp
 
-from xcviz.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.errors import DatasetFormatError
-from xcviz.regular_file import NotARegularFile, open_regular
+from xcviz._util.regular_file import NotARegularFile, open_regular
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -504,7 +504,7 @@ def _load_cache(file: Path, path: str | os.PathLike, name: str) -> Dataset | Non
 
 
 def _store_cache(file: Path, ds: Dataset) -> None:
-    """Write the cache whole or not at all (xcviz.atomic_write); an unwritable cache is skipped."""
+    """Write the cache whole or not at all (xcviz._util.atomic_write); an unwritable cache is skipped."""
     arrays = {f"{m}_{a}": getattr(getattr(ds, m), a) for m in "XY" for a in ("data", "indices", "indptr")}
     arrays.update(X_shape=np.array(ds.X.shape), Y_shape=np.array(ds.Y.shape))
     with contextlib.suppress(OSError):

@@ -1,4 +1,4 @@
-"""Numba kernels: numerics only, no UI, no I/O, no Python objects in hot loops."""
-from .loading import install as _install_light_loading
+"""Numba kernels: numerics only, no UI, no I/O, no Python objects in hot loops.
 
-_install_light_loading()
+Importing it leaves numba as it is; `loading.enable_shortcuts()` (called by the entry points)
+installs xcviz's faster kernel loading."""

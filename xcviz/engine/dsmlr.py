@@ -23,7 +23,7 @@ The `sync` kernels process a G x G grid of (row block, class block) pairs, one s
 disjoint pairs at a time; each pair is computed by the same sequential code whichever worker takes
 it, so the model does not depend on the thread count. Phase B's log-sum-exp is computed per class
 block and combined in class-block order, so that a distributed run that gets the partial sums from
-elsewhere (xcviz.solvers.dsmlr_dask) gets the same numbers bit for bit. The `async` kernel is
+elsewhere (xcviz.solvers.dsmlr.distributed) gets the same numbers bit for bit. The `async` kernel is
 NOMAD-style and not deterministic.
 """
 import numpy as np

@@ -17,7 +17,10 @@ need (BENCHMARKS.md, "Kernel loading", measured each):
   of them while the kernels' symbols are listed; they are switched off for the load.
 
 `install()` routes cache loads and first-call set-up of functions defined in xcviz's own modules
-through these shortcuts; every other numba function keeps numba's normal path.
+through these shortcuts; every other numba function keeps numba's normal path. Importing xcviz
+changes nothing in numba: the entry points (`xcviz.train` and `xcviz.evaluate`, which the CLI
+calls, the server, a background run's worker, each Dask worker) call `enable_shortcuts()`, which installs them unless the
+environment says `XCVIZ_NUMBA_SHORTCUTS=0`.
 
 It also compiles the Newton engine's kernels (`VECTORISED`) with LLVM's SLP vectoriser on, which
 numba leaves off: it packs the side-by-side columns of `newton._xv_slots` (four labels' entries of
@@ -38,7 +41,7 @@ from llvmlite.binding import ffi
 from numba.core import caching, config, dispatcher
 from numba.core.runtime import nrt, nrtdynmod
 
-from ..atomic_write import write_atomic
+from .._util.atomic_write import write_atomic
 
 # numba's originals (None where a numba version lacks one: `install` then leaves that path alone)
 _numba_load_overload = getattr(caching.Cache, "load_overload", None)
@@ -137,3 +140,13 @@ def install() -> None:
         dispatcher.Dispatcher._compilation_chain_init_hook = _compilation_chain_init_hook
     if hasattr(config, "SLP_VECTORIZE"):
         dispatcher.Dispatcher.compile = _compile
+
+
+def enable_shortcuts() -> bool:
+    """What every entry point calls: `install()`, unless XCVIZ_NUMBA_SHORTCUTS is "0" (numba's
+    own paths throughout, for a process that embeds xcviz beside other numba code). Returns
+    whether the shortcuts are on."""
+    if os.environ.get("XCVIZ_NUMBA_SHORTCUTS", "1").strip() == "0":
+        return False
+    install()
+    return True

@@ -1,10 +1,10 @@
 """What a cluster would buy: the makespan of a one-vs-all run predicted for P workers from a
-finished run's per-label seconds, under the block scheduler of solvers.distributed.
+finished run's per-label seconds, under the block scheduler of solvers._onevsall.dask_backend.
 
 Model (its assumptions, stated wherever it is drawn):
 - a label takes the seconds it took in the measured run, on one thread, wherever it runs (same
   machines, no memory-bandwidth contention between workers);
-- labels go in blocks exactly as a Dask run would cut them (solvers.distributed.block_plan): the
+- labels go in blocks exactly as a Dask run would cut them (solvers._onevsall.dask_backend.block_plan): the
   blocks are handed out in order to whichever worker is free first (greedy list scheduling, what
   Dask does with one thread per worker), each block paying `task_overhead` seconds (Dask's
   per-task cost, ~1 ms);
@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..solvers.blocks import BlockPlan
-from ..solvers.distributed import block_plan
+from ..solvers._onevsall.blocks import BlockPlan
+from ..solvers._onevsall.dask_backend import block_plan
 
 TASK_OVERHEAD = 1e-3     # seconds Dask spends per task (scheduler, serialisation, transfer of a small result)
 BANDWIDTH = 1.0e9        # bytes per second from the driver to one worker (10 Gbit/s Ethernet, roughly)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..data.registry import BUNDLED, bundled_files
 from ..data.shards import is_sharded, open_shards
-from ..regular_file import open_regular
-from .cluster import parse_cluster
+from .._util.regular_file import open_regular
+from ..compute.cluster import parse_cluster
 from .spec import RunSpec
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole (about 0.1 s)

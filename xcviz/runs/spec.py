@@ -10,7 +10,7 @@ import param
 
 from ..engine.threads import max_threads
 from ..solvers import SOLVERS, get_solver, make_params, param_dict
-from .cluster import parse_cluster
+from ..compute.cluster import parse_cluster
 
 
 MAX_DEPTH = 8
@@ -47,7 +47,7 @@ def check_param_types(solver: str, values: dict) -> None:
 class RunSpec:
     """dataset: a bundled name or a training-file path (test: its test file); params: the
     solver's parameters (unset ones take the solver's defaults); threads: None = all cores;
-    cluster: None = numba threads here, "local:N[xT]" or "tcp://HOST:PORT" = Dask (see runs.cluster)."""
+    cluster: None = numba threads here, "local:N[xT]" or "tcp://HOST:PORT" = Dask (see compute.cluster)."""
 
     dataset: str
     solver: str = "dismec"

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..ui.text import printable
+from .._util.text import printable
 
 SCHEMA_VERSION = 2
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")

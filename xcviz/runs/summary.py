@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import resource
 
-from .cluster import CLUSTER_KEYS
+from ..compute.cluster import CLUSTER_KEYS
 
 MAIN_PARAMS = ("init", "loss", "variant", "oracle", "epochs", "mode", "gradient", "embedding")
 MULTICLASS_INFO = ("epoch_seconds", "oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10", "margin_error",

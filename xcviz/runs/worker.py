@@ -23,10 +23,11 @@ import numpy as np
 from .. import __version__
 from ..api import evaluate, fit_inputs, fit_validation, keep_labels
 from ..data.registry import resolve
-from ..models import SparseModel
+from ..engine.loading import enable_shortcuts
+from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
-from ..solvers.blocks import assemble_rows
-from .cluster import cluster_client
+from ..solvers._onevsall.blocks import assemble_rows
+from ..compute.cluster import cluster_client
 from .inputs import check
 from .spec import RunSpec
 from .store import CLAIM_VARIABLE, RESUMABLE, RunStore, SqliteSink, StoreError
@@ -171,6 +172,7 @@ def lower_priority() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     home, run = (argv or sys.argv[1:])[:2]
+    enable_shortcuts()
     token = os.environ.pop(CLAIM_VARIABLE, None)  # what the worker starts (a local Dask cluster) does not need it
     try:
         store = RunStore(home, create=False)  # a store gone under a run is an error, not a new store

@@ -8,8 +8,8 @@ from typing import Callable
 import param
 
 from .dismec import DismecParams, fit_dismec
-from .dsmlr import DsmlrParams, fit_dsmlr
-from .ldgs import LdgsParams, fit_ldgs
+from .dsmlr.solver import DsmlrParams, fit_dsmlr
+from .ldgs.solver import LdgsParams, fit_ldgs
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict, plain_refusal, refused_value
 from .ppdsparse import PPDSparseParams, fit_ppdsparse

@@ -16,8 +16,9 @@ import scipy.sparse as sp
 
 from ..engine import newton as K
 from ..engine.threads import using_threads
-from ..models import SparseModel
-from .blocks import TrainingRows, begin_recording, finish_model, prepare_problem, run_blocks, training_rows
+from ..models.sparse import SparseModel
+from ._onevsall.run import run_blocks
+from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem, training_rows
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
@@ -94,7 +95,7 @@ def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.nd
 
 def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0) -> np.ndarray:
     """OvA-Primal's starting vector: the solution of the all-negative problem (15) on the kernel's
-    training rows (solvers.blocks.training_rows), shared by every label."""
+    training rows (solvers._onevsall.blocks.training_rows), shared by every label."""
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
     return K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C, p.eps, p.cg_eps,
                                 p.ovap_max_iter, p.ovap_regularize_bias, bias_index, t0_ns)
@@ -106,10 +107,10 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
                **background) -> SparseModel:
     """Train one Newton-solved linear classifier per label of Y (n x L) on X (n x D).
 
-    recorder: a sink (see xcviz.runs.sinks) or None for recording off. progress(done, total) is
+    recorder: a sink (see xcviz.records.sinks) or None for recording off. progress(done, total) is
     called after every block of labels. cluster: None for numba threads here, or a (Client,
-    ClusterInfo) pair from xcviz.runs.cluster.connect to train the blocks on Dask workers.
-    **background: skip, stop and on_block of solvers.blocks.train_in_blocks, for runs that can be
+    ClusterInfo) pair from xcviz.compute.cluster.connect to train the blocks on Dask workers.
+    **background: skip, stop and on_block of solvers._onevsall.threads_backend.train_in_blocks, for runs that can be
     cancelled and resumed."""
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:

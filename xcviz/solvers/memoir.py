@@ -29,7 +29,7 @@ from ..data.transforms import replicate_multiclass
 from ..engine.sparse import prepare_rows
 from ..engine.threads import using_threads
 from ..metrics import macro_f1
-from ..models import SparseModel
+from ..models.sparse import SparseModel
 from ..oracles.exact import ExactOracle
 from ..oracles.registry import ORACLES, make_oracle
 from .batch_schedule import BatchSchedule
@@ -203,7 +203,7 @@ def _warm_kernels(p: MemoirParams, threads: int | None, recording: bool, validat
     """Compile (or load from numba's cache) the kernels a run of these settings calls, its oracle's
     and its records' included, on a tiny problem before the clock starts (see solvers.warmup)."""
     from ..data.synthetic import generate
-    from ..runs.sinks import NullSink
+    from ..records.sinks import NullSink
 
     def tiny_fit() -> None:
         tiny = generate(60, 40, 12, multiclass=True, avg_nnz=6, seed=0)

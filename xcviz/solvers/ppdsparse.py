@@ -15,8 +15,9 @@ import scipy.sparse as sp
 
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
-from ..models import SparseModel
-from .blocks import TrainingRows, begin_recording, finish_model, prepare_problem, run_blocks
+from ..models.sparse import SparseModel
+from ._onevsall.run import run_blocks
+from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")

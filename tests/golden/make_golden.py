@@ -1,0 +1,62 @@
+"""Rewrite the golden files: each family trained on a tiny fixed problem, its weights and P@k.
+
+Run it on purpose, after a change that is meant to change a family's numbers:
+`python tests/golden/make_golden.py` (then review the diff of the .npz and .json files). The
+contract test `tests/test_golden.py` trains the same cases and demands bit-identical weights.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+# family -> (generator keywords, solver parameters): small enough for a second each, large enough
+# that every family runs its real code paths (several labels, several epochs, an index).
+CASES: dict[str, tuple[dict, dict]] = {
+    "dismec": ({"n": 300, "d": 200, "labels": 20, "avg_labels": 2.0, "avg_nnz": 15.0, "seed": 1},
+               {"init": "msi"}),
+    "ppdsparse": ({"n": 300, "d": 200, "labels": 20, "avg_labels": 2.0, "avg_nnz": 15.0, "seed": 1}, {}),
+    "memoir": ({"n": 400, "d": 150, "labels": 30, "avg_nnz": 15.0, "multiclass": True, "noise": 0.2, "seed": 2},
+               {"lam": 1.0, "epochs": 2}),
+    "dsmlr": ({"n": 400, "d": 150, "labels": 30, "avg_nnz": 15.0, "multiclass": True, "noise": 0.2, "seed": 2},
+              {"mode": "sync", "epochs": 3, "grid": 2}),
+    "ldgs": ({"n": 400, "d": 150, "labels": 30, "avg_nnz": 15.0, "multiclass": True, "noise": 0.2, "seed": 2},
+             {"gradient": "decomp", "dim": 16, "epochs": 2, "clusters": 6}),
+}
+
+
+def train_case(family: str):
+    """(model, scores) of one golden case, trained on one thread."""
+    from xcviz import evaluate, train
+    from xcviz.data import generate, split
+
+    gen, params = CASES[family]
+    train_set, test_set = split(generate(**gen, name=f"golden-{family}"), 0.25, seed=0)
+    model = train(train_set, solver=family, threads=1, **params)
+    return model, evaluate(model, test_set, ks=(1, 3))
+
+
+def weights(model) -> dict[str, np.ndarray]:
+    """The model's weights as plain arrays: a sparse model's CSR parts and bias weights, an
+    embedding model's (LDGS) projection V and class vectors W."""
+    if hasattr(model, "weights"):
+        W = model.weights.tocsr()
+        return {"indptr": W.indptr, "indices": W.indices, "data": W.data, "bias_weights": model.bias_weights}
+    return {"V": model.V, "W": model.W}
+
+
+def main(families: list[str]) -> None:
+    for family in families or list(CASES):
+        model, scores = train_case(family)
+        np.savez_compressed(HERE / f"{family}.npz", **weights(model))
+        (HERE / f"{family}.json").write_text(json.dumps({k: round(v, 10) for k, v in scores.items()},
+                                                        indent=1, sort_keys=True) + "\n")
+        print(family, {k: round(v, 2) for k, v in scores.items() if k in ("P@1", "accuracy")})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,222 @@
+"""Run reports anyone can open offline: one standalone HTML file, plus CSV and JSON of the records.
+
+The HTML holds a metrics table of all runs side by side (runs by name, one precision per metric),
+the settings the runs share and, as a table, those in which they differ, the environment (versions,
+cores), and the same plots as the dashboard (`xcviz.app.ui.live_plots` and `xcviz.app.ui.label_views`, each
+with its legend, in the dashboard's run colours) in two columns of 660 px, with Bokeh's JavaScript
+inlined: no network needed.
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+from bokeh.embed import file_html
+from bokeh.layouts import column, gridplot
+from bokeh.models import Div
+from bokeh.resources import Resources
+
+from .._util.atomic_write import write_atomic
+from ..engine.threads import max_threads
+from ..runs.store import RunStore
+from .ui.run_view import RunView
+from .ui.workers_view import COST_ASSUMPTIONS, WorkersView, scaling_figure
+
+# resources Panel registers with Bokeh (its ES-module shim; in the server, where Tabulator is loaded,
+# Tabulator's script and stylesheet): links to files or a CDN that plain Bokeh plots do not need
+_PANEL_RESOURCES = re.compile(r'<script src="[^"]*"></script>\s*|<link rel="stylesheet" href="[^"]*"[^>]*>\s*')
+METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1",
+           "model_nnz", "train_seconds")
+KINDS = ("iteration", "label")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+SHARED = 0o644  # a report is for others to open (write_atomic's default is owner-only)
+
+
+# the format of each metric in the tables: one precision per metric, whatever its values
+FORMATS = {**dict.fromkeys(METRICS[:11], "{:.2f}"), "model_nnz": "{:,.0f}", "train_seconds": "{:.1f}"}
+
+
+def _table(frame: pd.DataFrame) -> str:
+    shown = frame.copy()
+    for column, form in FORMATS.items():
+        if column in shown:
+            shown[column] = [form.format(v) if isinstance(v, (int, float)) and v == v else "" for v in shown[column]]
+    return shown.to_html(border=0, classes="xc", na_rep="", index=False)
+
+
+def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
+    """The dashboard's figures for these runs that draw something (each run in its colour, named in
+    every legend; a figure that draws nothing would leave a hole in the report's grid), and their rules."""
+    view = RunView(store)
+    view.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
+    labels = len(view.positives.source.data["label"]) > 0
+    return ([f for f in view.plots.figures() if f.visible] + (view.positives.figures() if labels else []),
+            view.plots.rules.object)
+
+
+def _scale_out(store: RunStore, rows: list[dict]) -> list:
+    """The Workers timeline of the runs and, for the first finished run with label records, the
+    cost model's predicted time for 1 to 1024 workers beside the report's runs of the same spec
+    (as points: their workers, or threads, and their train_seconds)."""
+    workers = WorkersView(store)
+    workers.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
+    if workers.source.data["lane"] == []:
+        return []
+    parts = [Div(text="<h2>Workers</h2>", width=960), workers.timeline,
+             Div(text=workers.table.object, width=960, disable_math=True)]
+    for row in rows:
+        labels, _ = store.records(row["id"], "label")
+        if row["status"] != "done" or labels.empty or "data_bytes" not in row["summary"]:
+            continue
+        spec = json.loads(row["spec"])
+        same = [r for r in rows if r["status"] == "done" and "train_seconds" in r["summary"]
+                and {k: v for k, v in json.loads(r["spec"]).items() if k not in ("name", "threads", "cluster")}
+                == {k: v for k, v in spec.items() if k not in ("name", "threads", "cluster")}]
+        measured = [(int(r["summary"].get("workers") or json.loads(r["spec"]).get("threads") or max_threads()),
+                     float(r["summary"]["train_seconds"]), r["name"]) for r in same]
+        labels = labels.sort_values("label")
+        fig = scaling_figure(labels["seconds"].to_numpy(), labels["n_pos"].to_numpy(), row["summary"]["data_bytes"],
+                             measured, title=f"predicted from {row['name']}")
+        parts += [Div(text="<h2>Scale-out</h2><p>" + html.escape(COST_ASSUMPTIONS) + "</p>", width=960), fig]
+        break
+    return parts
+def _settings(rows: list[dict]) -> str:
+    """The runs' specs: the settings all runs share, once; a table of those whose values differ
+    among the runs that have them, run by run; each solver's other settings, once per solver."""
+    specs = []
+    for row in rows:
+        try:
+            specs.append(json.loads(row["spec"]))
+        except (TypeError, ValueError):
+            specs.append({})
+    flat = [{"dataset": str(s.get("dataset", "")).rsplit("/", 1)[-1], "solver": s.get("solver", ""),
+             "threads": s.get("threads"), **s.get("params", {})} for s in specs]
+    keys = list(dict.fromkeys(k for f in flat for k in f))
+    values = {k: [json.dumps(f[k]) for f in flat if k in f] for k in keys}
+    shared = [k for k in keys if len(values[k]) == len(flat) and len(set(values[k])) == 1]
+    differ = [k for k in keys if len(set(values[k])) > 1]
+    table = pd.DataFrame([{"run": r["name"], **{k: "" if f.get(k) is None else str(f[k]) for k in differ}}
+                          for r, f in zip(rows, flat)])
+    text = ", ".join(f"{k} = {flat[0][k]}" for k in shared)
+    out = f"<p><b>Shared by all runs</b>: {html.escape(text or 'nothing')}.</p>"
+    for solver in dict.fromkeys(f["solver"] for f in flat):
+        own = [k for k in keys if k not in shared and k not in differ and any(f["solver"] == solver and k in f
+                                                                                for f in flat)]
+        if own:
+            first = next(f for f in flat if f["solver"] == solver)
+            out += (f"<p><b>Every {html.escape(solver)} run</b>: "
+                    f"{html.escape(', '.join(f'{k} = {first[k]}' for k in own))}.</p>")
+    if differ:
+        out += "<p><b>Where the runs differ</b>:</p>" + table.to_html(border=0, classes="xc", index=False)
+    return out
+
+
+def build_report(store: RunStore, runs: list[str], title: str = "xcviz run report") -> str:
+    """The standalone HTML of a report on `runs` (ids of the store)."""
+    rows = [store.get(run) for run in runs]
+    figures, rules = _figures(store, rows)
+    metrics = pd.DataFrame([{"run": r["name"], "status": r["status"],
+                             **{k: r["summary"].get(k) for k in METRICS if k in r["summary"]}} for r in rows])
+    env = pd.DataFrame([{"run": r["name"], **r["versions"]} for r in rows])
+    errors = "".join(f"<p><b>{html.escape(r['name'])} failed</b>: {html.escape(r['error'])}</p>"
+                     for r in rows if r["error"])
+    header = Div(text=(
+        f"<h1>{html.escape(title)}</h1><p>Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by xcviz. "
+        f"Plots: a one-vs-all run's median over the labels still training and 5-95% band; one trajectory "
+        f"for the other runs. {html.escape(rules)}</p>"
+        "<h2>Metrics</h2><p>Precision and nDCG in percent.</p>" + _table(metrics) + errors
+        + "<h2>Settings</h2>" + _settings(rows)
+        + "<style>table.xc{border-collapse:collapse}table.xc td,table.xc th{padding:2px 8px;"
+        "border-bottom:1px solid #ddd;text-align:right;max-width:30em;overflow-wrap:anywhere}</style>"),
+        sizing_mode="stretch_width", disable_math=True)
+    # two columns filling a 1400 px page, each figure at a fixed size: the dashboard's figures
+    # stretch to its width (sizing_mode "stretch_width"), and in the grid a stretching figure takes
+    # its column's width, which only a fixed figure gives. Without the per-label figures (MEMOIR,
+    # DS-MLR, LDGS) every column shrank to its axes, about 70 px, and the width set here was ignored.
+    for fig in figures:
+        fig.update(sizing_mode="fixed", width=660, height=320)
+    parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
+    parts += _scale_out(store, rows)
+    ids = ", ".join(f"{r['name']} = {r['id']}" for r in rows)
+    parts.append(Div(text=f"<h2>Environment</h2>{_table(env)}<p>Run ids: {html.escape(ids)}</p>",
+                     sizing_mode="stretch_width", disable_math=True))
+    page = file_html(column(*parts, sizing_mode="stretch_width"), Resources(mode="inline"), title)
+    # Bokeh's own code is inlined (Resources mode "inline"); every remaining external reference is
+    # one of Panel's, a failed request offline. Drop them.
+    return _PANEL_RESOURCES.sub("", page)
+
+
+def name_part(name: str) -> str:
+    """A run's name as part of a file name: runs of anything but letters, digits, '.', '_' and '-'
+    become one '-', at most 60 characters, no leading or trailing '-' or '.' ("" if nothing is
+    left). A name is the user's text: it must not reach a file name as typed (a '/', a '..')."""
+    return _UNSAFE.sub("-", name).strip("-.")[:60].rstrip("-.")
+
+
+def run_label(name: str, run: str) -> str:
+    """A run's part of its record files' names: the name's `name_part`, then the id (two names may
+    reduce to the same text; the id keeps their files apart); the id alone for an unnamed run."""
+    part = name_part(name)
+    return run if part in ("", run) else f"{part}-{run}"
+
+
+def download_name(kind: str, names: list[str], suffix: str) -> str:
+    """A download's file name: `xcviz-KIND-NAME.SUFFIX` for one run, `xcviz-KIND-N-runs.SUFFIX` for several."""
+    one = name_part(names[0]) if len(names) == 1 else ""
+    return f"xcviz-{kind}-{one or f'{len(names)}-runs'}.{suffix}"
+
+
+def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, bytes]:
+    """Each run's iteration and label records as CSV and JSON: {`STEM-LABEL-KINDs.csv`/`.json`: content},
+    LABEL the run's `run_label`. Label records only when the run has some (MEMOIR, DS-MLR and LDGS
+    record none: an empty file would only suggest something went missing)."""
+    files = {}
+    for run in runs:
+        label = run_label(store.get(run)["name"], run)
+        for kind in KINDS:
+            frame, _ = store.records(run, kind)
+            if kind == "label" and frame.empty:
+                continue
+            base = stem.with_name(f"{stem.name}-{label}-{kind}s")
+            files[base.with_suffix(".csv")] = frame.to_csv(index=False).encode("utf-8")
+            files[base.with_suffix(".json")] = frame.to_json(orient="records").encode("utf-8")
+    return files
+
+
+def _write_all(files: dict[Path, bytes]) -> list[Path]:
+    """Write files built beforehand, each whole or not at all (a failed build writes nothing)."""
+    for path, content in files.items():
+        write_atomic(path, content, mode=SHARED)
+    return list(files)
+
+
+def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
+    """Each run's iteration and label records as `STEM-LABEL-iterations.csv` / `.json` (and labels),
+    LABEL the run's name made safe for a file name, then its id (`run_label`)."""
+    return _write_all(_record_files(store, runs, Path(stem)))
+
+
+def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path]:
+    """Write the HTML report and, beside it, each run's iteration and label records as CSV and JSON.
+    Everything is built before the first file is written, and each file is replaced whole: a report
+    rewritten over an earlier one never leaves a torn file, nor a mix when the build fails."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    files = {out: build_report(store, runs).encode("utf-8")} | _record_files(store, runs, out.with_suffix(""))
+    return _write_all(files)
+
+
+def records_archive(store: RunStore, runs: list[str]) -> bytes:
+    """A zip of the runs' records as CSV and JSON (what `write_records` writes), for a download."""
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in write_records(store, runs, Path(tmp) / "xcviz"):
+            archive.write(path, path.name)
+    return buffer.getvalue()

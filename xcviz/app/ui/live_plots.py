@@ -1,0 +1,345 @@
+"""Live band plots: per field, the median and 5-95% band over labels of every shown run (one line
+for a run that records a single trajectory, such as MEMOIR's).
+
+One figure per field the runs record (see `fields.FIELDS`), in that table's order, in a grid that
+wraps to the page's width; one colour per run in every figure, named by each figure's legend;
+ranges and ticks set from the data drawn after every change of the shown runs or the view
+(`figures.fit`); new records of the same view keep a zoom the user made, whose ticks follow it.
+A figure has three glyphs made with it, whatever the number of runs: the bands (patches), the
+medians (multi-line) and invisible points that carry the hover, each fed by one data source that
+holds every shown run. Adding a glyph per run instead makes the browser rebuild a figure's views
+once per added run: 20 runs took 90 s to appear. A refresh or a control (x-axis, log scales,
+smoothing) recomputes only the curves whose run has new records or whose view changed, and sends
+a figure new data only when one of its curves changed. The numbers come from `RunAggregate`; this
+module only smooths (before downsampling), downsamples and scales them for drawing. A fourth glyph
+draws reference lines across a figure (`references.py`: DS-MLR's best L-BFGS objective), dashed, named in
+the legend, and counted in the figure's y range: a horizontal span (Bokeh's `hspan`), which crosses
+the whole plot whatever the x range, so a pan or zoom never shows it cut.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, HoverTool
+
+from ...runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
+from .fields import FIELDS, plotted_fields
+from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .records import PlotRun
+from .references import Reference
+from ..._util.text import markdown_text
+
+AXIS_NAMES = {"iteration": "iteration", "wall time (s)": "wall", "cumulative work (CPU-s)": "work",
+              "epoch (streaming solvers)": "epoch"}
+AXIS_LABELS = {v: k for k, v in AXIS_NAMES.items()}
+# the plot grid: as many columns of at least 340 px as the width holds (three at 1440 px, two on a
+# laptop), filled in order; a hidden figure takes no cell, so the grid has no holes
+GRID_CSS = ('[id^="flexbox"] { display: grid !important; width: 100%; gap: 4px; '
+            'grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); }')
+
+
+def _segments(finite: np.ndarray) -> list[slice]:
+    """The runs of consecutive True values (a band is drawn as one polygon per run of points whose
+    edges are both drawable, as an area glyph leaves gaps at NaN)."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], finite.astype(np.int8), [0]))))
+    return [slice(a, b) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
+    """The data of a figure's three sources from its curves (run name, colour, arrays). The ragged
+    columns (each band's and line's points) are lists: Bokeh sends every numpy array of a column
+    as a binary buffer of its own, two websocket frames the server awaits one after the other
+    (1,000 frames and about a second for a change of smoothing with 20 runs); lists travel inside
+    the message's JSON. The points' flat columns stay arrays, four buffers a figure."""
+    bands = {"xs": [], "ys": [], "color": []}
+    lines = {"xs": [], "ys": [], "color": [], "run": []}
+    points = {"x": [], "y": [], "xv": [], "m": [], "run": [], "color": []}
+    for name, color, c in curves:
+        if not np.isfinite(c["median"]).any():  # nothing of this run to draw here: not in the legend either
+            continue
+        for seg in _segments(np.isfinite(c["x"]) & np.isfinite(c["lower"]) & np.isfinite(c["upper"])):
+            bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])).tolist())
+            bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])).tolist())
+            bands["color"].append(color)
+        lines["xs"].append(c["x"].tolist())
+        lines["ys"].append(c["median"].tolist())
+        lines["color"].append(color)
+        lines["run"].append(name)
+        n = len(c["x"])
+        for key, value in (("x", c["x"]), ("y", c["median"]), ("xv", c["xv"]), ("m", c["m"])):
+            points[key].append(value)
+        points["run"].append(np.full(n, name, dtype=object))
+        points["color"].append(np.full(n, color, dtype=object))
+    points = {k: np.concatenate(v) if v else np.array([]) for k, v in points.items()}
+    return bands, lines, points
+
+
+def _reference_columns(refs: list[Reference], log_y: bool) -> dict:
+    """The reference lines' source: each at its value as drawn (log10 on a log axis)."""
+    return {"y": scaled(np.array([r.value for r in refs], np.float64), log_y), "color": [r.color for r in refs],
+            "label": [r.label for r in refs], "value": [r.value for r in refs]}
+
+
+class _Plan(NamedTuple):
+    """A figure's next state: its curves (run, state drawn, arrays), y scale and reference lines,
+    what its sources will hold, and their new data (None if they hold it already)."""
+
+    curves: list
+    log_y: bool
+    refs: list
+    sent: list
+    data: tuple | None
+
+
+def floored_band(lower: np.ndarray, median: np.ndarray) -> np.ndarray:
+    """A band's lower edge on a log axis (log10 values, NaN where the value was <= 0): where the
+    median is drawn but the edge is not (at least 5% of the labels reached 0, an objective gap of
+    converged labels say), the edge goes down to the lowest point the curve draws, instead of
+    leaving a hole in the band while its median line goes on."""
+    drawn = np.concatenate([lower[np.isfinite(lower)], median[np.isfinite(median)]])
+    if not drawn.size:
+        return lower
+    return np.where(np.isfinite(median) & ~np.isfinite(lower), drawn.min(), lower)
+
+
+class LivePlots:
+    """The band plots of the runs given to `show`, with their controls."""
+
+    def __init__(self, width: int = 440, height: int = 260) -> None:
+        self.size = (width, height)
+        self.x_axis = pn.widgets.Select(label="x-axis", options=AXIS_NAMES, value="iteration", width=190)
+        self.y_scale = pn.widgets.Select(label="y scale", options=["field default", "linear", "log"],
+                                         value="field default", width=120)
+        self.log_x = pn.widgets.Checkbox(label="log x", value=False, width=70, margin=(32, 10, 0, 10))
+        self.smoothing = pn.widgets.Select(label="smoothing", options={"raw": "raw", "EMA": "ema",
+                                                                      "rolling median": "median"},
+                                           value="raw", width=130)
+        # the box keeps a typed value within its bounds: the tooltip says them; off while raw (see redraw)
+        self.window = pn.widgets.IntInput(label="window (points)", start=2, end=500, value=10, width=110,
+                                          disabled=True, description=(
+                                              "Points per smoothing window (EMA span or rolling-median width). "
+                                              "Bounds: 2 to 500; a value outside is brought to the nearer bound."))
+        self.rules = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
+        self.empty = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
+        self.grid = pn.FlexBox(sizing_mode="stretch_width", stylesheets=[GRID_CSS])
+        self.runs: dict[str, PlotRun] = {}
+        self._figures: dict[str, pn.pane.Bokeh] = {}
+        self._sources: dict[str, tuple[ColumnDataSource, ...]] = {}
+        self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
+        self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
+        self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
+        self._titles: dict[str, str] = {}
+        self.references: dict[str, list[Reference]] = {}
+        # run id -> its status in the store (set by RunView): says why runs without records draw nothing
+        self.statuses: dict[str, str] = {}
+        self._views: dict[str, tuple] = {}  # field -> the runs and settings its ranges were fitted for
+        for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
+            widget.param.watch(locked(lambda _event: self.redraw()), "value")
+
+    def show(self, runs: dict[str, PlotRun], text: bool = True,
+             references: dict[str, list[Reference]] | None = None) -> None:
+        """Plot these runs (run id -> PlotRun), in this order, hiding any others; `text`: also
+        update the lines beside the figures; `references`: field -> lines drawn across its figure."""
+        self.runs = runs
+        self.references = references or {}
+        self.redraw(text)
+
+    def _settings(self) -> tuple:
+        return self.x_axis.value, self.y_scale.value, self.log_x.value, self.smoothing.value, self.window.value
+
+    def _log_y(self, field: str) -> bool:
+        return self.y_scale.value == "log" or (self.y_scale.value == "field default" and FIELDS[field].log)
+
+    def redraw(self, text: bool = True) -> None:
+        """Bring every figure (and with `text` the lines beside them) up to date; work only where a
+        run's records or the settings changed. The changes reach the page in one message, except
+        those of a figure that draws fewer bands or lines than before, which go first, one by one:
+        BokehJS painted a patches glyph whose source shrank within one message with the indices
+        of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin). Fewer points
+        (another x-axis thins them differently) do not count: that was most figures at every
+        switch of the x-axis, and the scatter glyph draws them right in one message."""
+        fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
+        new = [field for field in fields if field not in self._figures]
+        for field in new:
+            self._figure(field)
+        plans = {field: self._plan(field, field in fields) for field in self._figures}
+        thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan.curves)
+        shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
+            len(columns["xs"]) < len(source.data["xs"])
+            for source, columns in zip(self._sources[field], plan.data[:2]))]  # the bands and lines
+        drawn: dict[str, set[str | None]] = {}
+        for field in shrinking:
+            self._apply(field, plans.pop(field), drawn)
+        with pn.io.hold():
+            self.window.disabled = self.smoothing.value == "raw"  # in the same message as the figures
+            for field, plan in plans.items():
+                self._apply(field, plan, drawn)
+            self._titles_and_rules(drawn, thinned, text)
+            if new:  # added once drawn: the page receives each new figure whole, with its data (data sent
+                # apart could overtake the figure's own message and be refused by the page); the grid
+                # keeps the table's order whatever order the fields first appeared in
+                self.grid.objects = [self._figures[f] for f in FIELDS if f in self._figures]
+
+    def _plan(self, field: str, plotted: bool) -> _Plan:
+        """What a figure will draw for the shown runs (no curves if they do not plot its field)."""
+        log_y = self._log_y(field)
+        curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
+                  ] if plotted else []
+        refs = self.references.get(field, []) if curves else []
+        sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
+        data = None if self._sent.get(field) == sent else _columns(
+            [(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
+        return _Plan(curves, log_y, refs, sent, data)
+
+    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[str | None]]) -> None:
+        """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = what
+        the band of each run it draws spans ("labels", "workers"; None: one trajectory)."""
+        curves, log_y, refs, sent, data = plan
+        fig = self._figures[field].object
+        if data is not None:  # new data, or a new view of it: new ranges too
+            for source, columns in zip(self._sources[field], data):
+                source.data = columns
+            self._sent[field] = sent
+            view = (tuple(run for run, _, _ in curves), self._settings(), log_y, tuple(refs))
+            follow, self._views[field] = self._views.get(field) != view, view
+            self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
+                                                            refs, follow)
+            self._sources[field][3].data = _reference_columns(refs, log_y)
+            fit_legend(fig, [*self._sources[field][1].data["run"], *(r.label for r in refs)])
+        elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
+            retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
+        visible = self._drawn[field]
+        if visible:
+            set_log(fig.yaxis[0], log_y, FIELDS[field].label)
+            set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[self.x_axis.value])
+            drawn[field] = {self.runs[run].records.band_members() for run, _, c in curves
+                            if np.isfinite(c["median"]).any()}
+        if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
+            self._figures[field].visible = visible
+
+    def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
+             follow: bool = True) -> bool:
+        """Ranges from what the figure draws now, reference lines included (a zoom kept unless
+        `follow`); False if it draws nothing (no finite point)."""
+        unit = FIELDS[field].unit
+        pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
+        ys = [c[k] for c in curves for k in ("median", "lower", "upper")] + [scaled([r.value for r in refs], log_y)]
+        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow)
+
+    def _titles_and_rules(self, drawn: dict[str, set[str | None]], thinned: bool, text: bool = True) -> None:
+        """Titles that say what is drawn: bands over labels (or DS-MLR's workers) only where the
+        figure's runs record many, and the wall-time bins on that axis; the rules of the x-axis,
+        smoothing and downsampling. `drawn`: field -> what each run's band in it spans (None: one
+        trajectory)."""
+        axis = self.x_axis.value
+        smoothing = smoothing_rule(self.smoothing.value, self.window.value)
+        for field, spans in drawn.items():
+            wall = axis == "wall"
+            over = " or ".join(sorted(s for s in spans if s is not None)) or "labels"
+            if spans and None not in spans:  # short: a figure is a third of the page wide (the rules say more)
+                what = f"median, 5-95% band over {over}" + (" per time bin" if wall else "")
+            elif spans == {None}:
+                what = "median, 5-95% band per time bin" if wall else "one trajectory per run"
+            else:
+                what = (f"median, 5-95% band over {over} or records per time bin" if wall
+                        else f"median, 5-95% band over {over}; one line for single-trajectory runs")
+            title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
+            if self._titles.get(field) != title:
+                self._figures[field].object.title.text = self._titles[field] = title
+        if not text:
+            return
+        rules = (f"{X_AXES[axis]}. Smoothing: {smoothing}, applied before downsampling. Downsampling: at most "
+                 f"{MAX_POINTS} points per curve, every k-th point plus the last"
+                 f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0.")
+        if rules != self.rules.object:
+            self.rules.object = rules
+        empty = bool(self.runs) and not drawn
+        text = self._nothing_drawn() if empty else ""
+        if text != self.empty.object:
+            self.empty.object, self.empty.visible = text, empty
+
+    def _nothing_drawn(self) -> str:
+        """Why no figure draws anything: the shown runs record nothing against this x-axis, or, when
+        none has a record yet, that they have not recorded yet (queued, or compiling: a run's first
+        records come after numba compiled its kernels), failed or ended without records."""
+        if any(len(r.records.iterations) for r in self.runs.values()):
+            return f"None of the shown runs records anything against **{AXIS_LABELS[self.x_axis.value]}**: " \
+                   "pick another x-axis."
+        said: dict[str, list[str]] = {}  # status -> the runs' names
+        for run, plot_run in self.runs.items():
+            said.setdefault(self.statuses.get(run, "running"), []).append(markdown_text(plot_run.name))
+        waiting, failed = said.pop("queued", []) + said.pop("running", []), said.pop("failed", [])
+        parts = []
+        if waiting:
+            parts.append(f"{', '.join(waiting)} {'has' if len(waiting) == 1 else 'have'} not recorded anything yet: "
+                         "the first records can take a minute or two on a fresh checkout, while numba compiles the "
+                         "solver's kernels.")
+        if failed:
+            parts.append(f"{', '.join(failed)} failed before recording anything: the error is in the runs table.")
+        parts += [f"{', '.join(names)} ended as {status} without recording anything." for status, names in said.items()]
+        return " ".join(parts)
+
+    def _figure(self, field: str) -> pn.pane.Bokeh:
+        """A field's figure with its three glyphs, each drawing every run from one source, and a
+        legend naming each run's line."""
+        fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
+                         width=self.size[0], height=self.size[1], sizing_mode="stretch_width")
+        bands, lines, points = (ColumnDataSource(columns) for columns in _columns([]))
+        fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
+        fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
+        hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
+        refs = ColumnDataSource(_reference_columns([], False))
+        fig.hspan(y="y", source=refs, line_color="color", line_width=1.5, line_dash="dashed", legend_field="label")
+        fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
+        style_legend(fig)
+        pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self._figures[field], self._sources[field] = pane, (bands, lines, points, refs)
+        return pane
+
+    def _curve(self, field: str, run: str, plot_run: PlotRun, log_y: bool) -> tuple[tuple, dict]:
+        """One run's curve in one figure, recomputed only when its records or the view changed:
+        (the state it was drawn for, its arrays)."""
+        aggregate = plot_run.records.iterations
+        state = (plot_run.records.serial, aggregate.version, self._settings(), log_y)
+        cached = self._curves.get((field, run))
+        if cached is not None and cached[0] == state:
+            return cached
+        bands = aggregate.bands(field, self.x_axis.value)
+        smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), self.smoothing.value,
+                          self.window.value)
+        columns = dict(zip(("median", "lower", "upper"), smoothed.T * (100.0 if FIELDS[field].unit == "percent" else 1.0)))
+        index, k = downsample(len(bands))
+        x = bands["x"].to_numpy(np.float64)[index]
+        curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
+                 **{c: scaled(v[index], log_y) for c, v in columns.items()}}
+        if log_y:
+            curve["lower"] = floored_band(curve["lower"], curve["median"])
+        self._curves[(field, run)] = (state, curve)
+        return state, curve
+
+    def curve(self, field: str, run: str) -> dict | None:
+        """What is drawn of a run in a field's figure: arrays x, median, lower, upper as plotted
+        (log10 on a log axis), xv and m (x and the median as recorded); None if nothing yet."""
+        cached = self._curves.get((field, run))
+        return None if cached is None else cached[1]
+
+    def forget(self, run: str) -> None:
+        """Drop what was computed for a run (deleted, or its records reset); the next redraw
+        leaves it out of the figures or draws it anew."""
+        for key in [k for k in self._curves if k[1] == run]:
+            del self._curves[key]
+        self._sent.clear()
+        self._views.clear()  # its records start again: ranges follow them
+
+    def figures(self) -> list:
+        """The Bokeh figures, one per plotted field (for a standalone report)."""
+        return [pane.object for pane in self._figures.values()]
+
+    def controls(self) -> pn.Row:
+        """The plot settings in one row."""
+        return pn.Row(self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window, margin=0)
+
+    def panel(self) -> pn.Column:
+        return pn.Column(self.controls(), self.empty, self.grid, self.rules, sizing_mode="stretch_width")

@@ -1,0 +1,74 @@
+"""Live views of some runs of a store, for the dashboard and for notebooks: the band plots and the
+per-positives scatter, fed incrementally from the store (only record batches not read yet, and
+nothing more for a run once its final records have been read)."""
+from __future__ import annotations
+
+import panel as pn
+
+from ...runs.launcher import FINAL
+from ...runs.store import RunStore
+from .figures import run_color
+from .label_views import PositivesView
+from .live_plots import LivePlots
+from .records import PlotRun, RecordCache
+from .references import lbfgs_references
+from ..._util.text import printable, short_name
+
+
+class RunView:
+    """`update(rows, shown)` reads what is new for the shown runs and redraws; `follow()` does it
+    once a second until every followed run has ended (in a notebook or a served page)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.cache = RecordCache(store)
+        self.plots = LivePlots()
+        self.positives = PositivesView()
+        self._complete: set[str] = set()
+        self._callback = None
+
+    def update(self, rows: dict[str, dict], shown: list[str], texts: tuple[str, ...] = ("plots", "positives")
+               ) -> dict[str, PlotRun]:
+        """Show these runs (ids, with their store rows); the views named in `texts` also update the
+        text they show beside their figures (a page leaves out those of tabs it does not show).
+        Returns the runs as the views see them."""
+        runs = {}
+        for run in shown:
+            row = rows[run]
+            if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
+                before = self.cache.runs.get(run)
+                if self.cache.refresh(run) is not before and before is not None:  # its records were reset
+                    self.plots.forget(run)
+                    self.positives.forget(run)
+                if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
+                    self._complete.add(run)
+                else:
+                    self._complete.discard(run)
+            runs[run] = PlotRun(short_name(printable(row["name"])), run_color(row), self.cache.runs[run],
+                                int(row["total"]))
+        self.plots.statuses = {run: rows[run]["status"] for run in shown}
+        self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
+        self.positives.show(runs, text="positives" in texts)
+        return runs
+
+    def forget(self, run: str) -> None:
+        """A deleted run leaves the caches and the plots."""
+        self.cache.forget(run)
+        self.plots.forget(run)
+        self.positives.forget(run)
+        self._complete.discard(run)
+
+    def follow(self, runs: list[str], period_ms: int = 1000) -> None:
+        """Redraw `runs` from the store every period until all of them have ended."""
+        def tick() -> None:
+            rows = {r["id"]: r for r in self.store.list()}
+            self.update(rows, [r for r in runs if r in rows])
+            if all(rows.get(r, {}).get("status") in FINAL for r in runs) and self._callback is not None:
+                self._callback.stop()
+
+        tick()
+        self._callback = pn.state.add_periodic_callback(tick, period=period_ms)
+
+    def panel(self) -> pn.Column:
+        return pn.Column(self.plots.panel(), pn.pane.Markdown("### Per label"), self.positives.panel(),
+                         sizing_mode="stretch_width")

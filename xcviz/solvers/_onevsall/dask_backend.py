@@ -1,0 +1,129 @@
+"""One-vs-all block training on Dask workers.
+
+The driver (the run's process) scatters the kernel's data once to every worker (`broadcast=True`,
+never inside the task graph), submits one task per block of labels and consumes the results with
+`as_completed`, handing each to the same BlockCollector a threads run uses: the store stays
+single-writer and the dashboard cannot tell the backends apart. A task runs blocks.solve_block, the threads run's own per-block code, on the worker's numba threads, so every label
+runs the same sequential code and the model is bit-identical to a threads run.
+
+Blocks are guided and stratified (`block_plan`): each block takes 1/(GUIDE x workers) of the labels
+still unplanned, so blocks shrink as the run goes on (OpenMP's guided schedule), but never below
+MIN_BLOCK_LABELS labels nor above the threads loop's memory budget; the labels, sorted by positives,
+are dealt so that every block holds an even sample from head to tail (a block of s labels gets the
+labels at the quantiles (k + 1/2)/s), each block heaviest first. Large blocks early keep the number of
+tasks low (a task costs the driver and the workers about 5 ms of CPU here, BENCHMARKS.md "Dask"); small
+blocks at the end leave no worker with a long last block while the others idle.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...engine.threads import using_threads
+from .blocks import (BlockCollector, BlockPlan, BlockResult, data_nbytes, labels_to_train, labels_within_budget,
+                     solve_block)
+
+GUIDE = 2
+MIN_BLOCK_LABELS = 8
+
+_KERNEL = threading.Lock()  # one block at a time per worker process, whatever its --nthreads
+
+
+def guided_sizes(n_todo: int, n_workers: int, largest: int) -> list[int]:
+    """Block sizes for `n_todo` labels on `n_workers`: each 1/(GUIDE * n_workers) of the labels left
+    (rounded up), at least MIN_BLOCK_LABELS, at most `largest`; a remainder below MIN_BLOCK_LABELS
+    joins the block before it (within `largest`)."""
+    sizes, left = [], int(n_todo)
+    largest = max(1, int(largest))
+    while left > 0:
+        size = min(left, largest, max(MIN_BLOCK_LABELS, -(-left // (GUIDE * max(1, n_workers)))))
+        if 0 < left - size < MIN_BLOCK_LABELS:
+            size = min(left, largest)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def stratified_blocks(todo: np.ndarray, n_pos: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """`todo` cut into blocks of the given sizes, each an even sample of the labels ranked by
+    decreasing positives (ties by index): block b's k-th label is the one at rank quantile
+    (k + 1/2) / sizes[b]. Each block stays ordered heaviest first."""
+    order = todo[np.argsort(-n_pos[todo], kind="stable")]
+    sizes = np.asarray(sizes, dtype=np.int64)
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    quantile = np.concatenate([(np.arange(s) + 0.5) / s for s in sizes]) if sizes.size else np.zeros(0)
+    dealt = owner[np.argsort(quantile, kind="stable")]            # dealt[j]: the block of the j-th heaviest
+    grouped = order[np.argsort(dealt, kind="stable")]             # by block, heaviest first inside each
+    return np.split(grouped, np.cumsum(sizes)[:-1])
+
+
+def block_plan(todo: np.ndarray, n_pos: np.ndarray, n_workers: int, plan: BlockPlan) -> list[np.ndarray]:
+    """The blocks a Dask run submits, in submission order, for the labels `todo` on `n_workers`:
+    guided sizes within the threads loop's memory budget per block (a worker trains one block at a
+    time), stratified by positives."""
+    largest = labels_within_budget(plan.dim, plan.rec_len, len(plan.iter_fields))
+    return stratified_blocks(todo, n_pos, guided_sizes(todo.size, n_workers, largest))
+
+
+def run_task(block_fn: Callable, data, labels: np.ndarray, plan: BlockPlan, n_threads: int | None,
+             epoch: float, record: bool) -> tuple:
+    """A Dask task: train one block on this worker's numba threads; returns the BlockOutput and its
+    telemetry (worker, start, end, seconds, labels, bytes). Records' wall clock counts from the
+    driver's `epoch` (Unix time), through this machine's clock."""
+    from distributed import get_worker
+
+    start = time.time()
+    t0_ns = time.monotonic_ns() - int((start - epoch) * 1e9)
+    with _KERNEL, using_threads(n_threads) as used:
+        out = solve_block(lambda lab, W, rec, summ: block_fn(data, lab, W, rec, summ, n_threads=used, t0_ns=t0_ns),
+                          labels, plan, record)
+    end = time.time()
+    return out, {"worker": get_worker().address, "start": start, "end": end, "seconds": end - start,
+                 "labels": int(labels.size), "bytes": out.nbytes}
+
+
+def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, n_labels: int, n_pos: np.ndarray, *,
+                     epoch: float, recorder=None, progress: Callable[[int, int], None] | None = None,
+                     skip: np.ndarray | None = None, stop: Callable[[], bool] | None = None,
+                     on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> BlockResult:
+    """threads_backend.train_in_blocks on the Dask cluster (Client, ClusterInfo): same arguments
+    (block_fn and data instead of a closure), same records, same model. stop() is asked after every
+    finished block; true cancels the blocks not yet done. The result's info holds the cluster's
+    description, workers, cluster_start_seconds and scatter_seconds."""
+    from distributed import as_completed
+
+    client, info = cluster
+    todo = labels_to_train(n_labels, skip)
+    collector = BlockCollector(n_labels, plan.n_features, n_labels - todo.size, recorder=recorder,
+                               progress=progress, on_block=on_block)
+    t0 = time.monotonic()
+    [shared] = client.scatter([data], broadcast=True, hash=False)
+    scatter_seconds = time.monotonic() - t0
+    blocks = block_plan(todo, n_pos, info.workers, plan)
+    run_id = uuid.uuid4().hex[:8]
+    record = recorder is not None
+    pending = {}
+    for b, labels in enumerate(blocks):
+        if labels.size:
+            future = client.submit(run_task, block_fn, shared, labels, plan, info.threads, epoch, record,
+                                   key=f"xcviz-{run_id}-block-{b}", retries=0)
+            pending[future.key] = (b, future)
+    try:
+        for future in as_completed([f for _, f in pending.values()]):
+            b, _ = pending.pop(future.key)
+            out, task = future.result()
+            collector.add(out, {"task": b, **task})
+            if stop is not None and pending and stop():
+                break
+    finally:
+        if pending:
+            client.cancel([f for _, f in pending.values()])
+        client.cancel([shared])
+    extra = {**info.as_dict(), "scatter_seconds": round(scatter_seconds, 4), "blocks": len(blocks),
+             "data_bytes": data_nbytes(data)}
+    return collector.result(extra)

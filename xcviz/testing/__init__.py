@@ -1,0 +1,1 @@
+"""What the tests and benchmarks hold xcviz against: the LIBLINEAR reference."""
