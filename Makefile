@@ -32,6 +32,7 @@ demo: $(STAMP)
 # browsers and processes they start, and one core sat idle. `--dist load` hands each worker the tests
 # in the suite's order (work stealing would run a later file before an earlier one)
 test: $(STAMP) browser
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist load
 
 # Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
