@@ -59,7 +59,9 @@ def timed(self, sig):
     finally:
         loads[self.py_func.__name__] = loads.get(self.py_func.__name__, 0.0) + time.process_time() - t
 numba.core.dispatcher.Dispatcher.compile = timed
+from xcviz.engine.loading import enable_shortcuts
 from xcviz.solvers.dismec import DismecParams, fit_dismec
+enable_shortcuts()  # as xcviz train does (through xcviz.train)
 args = sys.argv[1:]
 if args[0].endswith(".npz"):
     X, Y = sp.load_npz(args[0]), sp.load_npz(args[1])
