@@ -19,7 +19,11 @@ extensions = ["myst_nb", "record_schema"]
 exclude_patterns = ["_build", "_generated", "notebooks/.ipynb_checkpoints"]
 myst_heading_anchors = 3
 myst_enable_extensions = ["dollarmath"]
-suppress_warnings = ["myst.header"]  # a section opening at ### under ## reads fine in prose pages
+suppress_warnings = [
+    # executed notebooks: HoloViews adds its kernel-side messages (application/vnd.holoviews_*) beside
+    # the text/html of each plot, which is what the page shows
+    "mystnb.unknown_mime_type",
+]
 
 nb_execution_mode = "cache" if os.environ.get("XCVIZ_DOCS_EXECUTE") == "1" else "off"
 nb_execution_cache_path = str(Path(__file__).parent / "_build" / ".jupyter_cache")
