@@ -33,3 +33,5 @@ nb_execution_raise_on_error = True
 html_theme = "pydata_sphinx_theme"
 html_title = "xcviz"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+# every page sits at the top of the navigation bar's sections, so the section sidebar would be empty
+html_sidebars = {"**": []}
