@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser dashboard demo test bench lab clean
+.PHONY: install browser dashboard demo test bench lab docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ lab: $(STAMP)
 bench: $(STAMP) browser
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py --out BENCHMARKS.md
+
+# the Sphinx site into docs/_build/html, warnings as errors; the notebooks are rendered without running
+# them, unless XCVIZ_DOCS_EXECUTE=1 (myst-nb's cache mode: each runs once, again only when it changes)
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
