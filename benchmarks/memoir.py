@@ -32,7 +32,7 @@ PROBLEMS = {
     "bibtex-multiclass": ("bibtex", 5),
 }
 # the solver settings every run shares: lam 1e-4 learns these problems (the paper's lam = 1 keeps
-# ||W|| <= 1 and does not, see the README); the index is updated once per 8 batches
+# ||W|| <= 1 and does not, see docs/families/memoir.md); the index is updated once per 8 batches
 COMMON = {"lam": 1e-4, "sample_size": 500, "reindex_every": 8}
 THREADS = 2
 

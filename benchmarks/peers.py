@@ -32,7 +32,7 @@ BUILD = ROOT / "bench-peers" / "dismecpp"
 THREADS = 2
 # xcviz init -> DiSMEC++ --init-mode
 INITS = {"zero": "zero", "bias": "bias", "ovap": "ova-primal", "msi": "msi"}
-# Amazon-670K / 10 (README): n 49,000 (train + test), d 13,600, 67,000 labels, 5.45 labels and
+# Amazon-670K / 10 (docs/cli.md): n 49,000 (train + test), d 13,600, 67,000 labels, 5.45 labels and
 # 75.7 non-zeros per row; `SYNTH_LABEL_SHARE` of its labels are trained (see synthetic_files)
 SYNTH = {"n": 49_000, "d": 13_600, "labels": 67_000, "avg_labels": 5.45, "avg_nnz": 75.7}
 SYNTH_LABEL_SHARE = 0.003
@@ -179,7 +179,7 @@ def bundled_files(name: str, work: Path) -> tuple[Path, Path]:
 
 
 def synthetic_files(work: Path) -> tuple[Path, Path]:
-    """The Amazon-670K/10 problem of the README, reduced to the SYNTH_LABEL_SHARE of its labels that
+    """The Amazon-670K/10 problem of docs/cli.md, reduced to the SYNTH_LABEL_SHARE of its labels that
     come first in label order (the generator's Zipf ranks, so head and tail labels alike): all rows
     and features kept, rows left without a label dropped. The full problem takes DiSMEC++ and xcviz
     several minutes per run each, too long for medians of every initializer on a shared machine; it

@@ -1,11 +1,11 @@
-"""Render the README's figures with headless Chromium through Playwright.
+"""Render the figures of the README and the docs with headless Chromium through Playwright.
 
 `initializers-bibtex.png`: the MSI paper's per-iteration plots for the four initializers on Bibtex
 (trains each initializer with a memory sink, lays out the shared band plots of xcviz.app.ui.bands and
 photographs them as a standalone Bokeh page). `dashboard.png`: the dashboard once the first
 visit's example has run (serves it over an empty run store, presses Compare for zero and MSI on
 Bibtex and photographs the page 4.5 s later, with records in its plots: both Bibtex runs have
-finished by then, as the README says; tests/ui/test_dashboard.py takes the mid-run screenshot).
+finished by then, as docs/dashboard.md says; tests/ui/test_dashboard.py takes the mid-run screenshot).
 Run: .venv/bin/python docs/make_figures.py [initializers] [dashboard] (default: both; needs
 Debian's chromium at /usr/bin/chromium).
 """

@@ -157,7 +157,7 @@ def test_a_local_cluster_refuses_a_client_without_its_certificate(cluster):
 
 
 def test_a_tls_scheduler_is_reached_with_the_certificates_of_dask_configuration(tmp_path):
-    """The README's recipe for a scheduler elsewhere with TLS: the certificate files named in Dask's
+    """The recipe of docs/dask.md for a scheduler elsewhere with TLS: the certificate files named in Dask's
     configuration are what xcviz's `connect` uses for a tls:// address; without them it cannot
     connect and the error says what to configure."""
     import dask

@@ -98,7 +98,7 @@ def test_theorems_hold_on_random_problems(n, d, n_pos, lam, loss, seed):
 
 
 # The slow tail of the property test above, as a six-row case (found by drawing problems like its
-# strategy's; README, PPDSparse, "The slow tail"). Normalised, rows 1, 2 and 5 are the same point
+# strategy's; docs/families/ppdsparse.md, "The slow tail"). Normalised, rows 1, 2 and 5 are the same point
 # (1, 0) with opposite labels, and rows 0 and 3 are (0, 1) and (0.028, 0.9996). At lam = 0.83 the
 # l1 term kills feature 0, so in what stays alive (feature 1 and the bias) rows 0 and 3 are almost
 # the same vector: while both are active the dual restricted to them is nearly singular (normalised

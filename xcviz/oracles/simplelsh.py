@@ -8,7 +8,7 @@ O(C) per query): the paper's method. `lsh_bands` > 0 is a faster option that is 
 banded multi-table LSH cuts the code into `lsh_bands` bands of `lsh_band_bits` bits, each band has
 a bucket table (rebuilt by counting sort, O(C * bands), whenever codes change), and a query ranks
 by full Hamming distance only the union of its buckets, a few hundred classes instead of C; it
-cuts recall@1 several times (measured in the README and BENCHMARKS.md). M is a running bound on the class norms, kept within
+cuts recall@1 several times (measured in docs/families/memoir.md and BENCHMARKS.md). M is a running bound on the class norms, kept within
 a factor (1 + lsh_norm_slack)^2 of the largest norm: when an update leaves that band, every code is
 recomputed from the stored projections (O(C * bits), no re-reading of vectors; counted in `rehashes`).
 """

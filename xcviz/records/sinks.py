@@ -1,6 +1,6 @@
 """Record sinks: where a solver's records go.
 
-The record protocol (see README, "Record stream"): a solver calls `begin(meta)` once, then
+The record protocol (docs/records.md and GUIDE section 2): a solver calls `begin(meta)` once, then
 `write(kind, columns)` with whole blocks of records as equal-length numpy columns, then
 `end(summary)`. Kinds: "iteration" (one row per solver iteration of a label) and "label" (one row
 per finished label). Batching by block keeps recording nearly free and works the same from a
