@@ -24,6 +24,8 @@ from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, keys, counts
+UNPLOTTED = ("wall", "grad_norm", "iterations", "n_pos", "objective_init", "grad_norm0", "status")
 MSI_T = {"squared_hinge": -2.0, "logistic": -3.0}  # the MSI paper's target margin of the negatives per loss
 
 

@@ -42,6 +42,10 @@ ITER_FIELDS = ("wall", "elapsed", "diagnostic_seconds", "seconds", "epoch", "bat
                "violators", "oracle_recall", "oracle_recall_at_1", "oracle_recall_at_10", "oracle_rank_p50",
                "margin_error", *ERROR_QUANTILES, "query_seconds", "update_seconds", "step_seconds", "truncation_change",
                "truncations_skipped", "nnz", "memory_mb", "train_accuracy", "accuracy", "macro_f1")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, the run's
+# bookkeeping and the diagnostics the runs table and the report show
+UNPLOTTED = ("wall", "elapsed", "diagnostic_seconds", "epoch", "batch", "eta", "hinge", "oracle_rank_p50",
+             *ERROR_QUANTILES, "step_seconds", "truncations_skipped", "memory_mb", "train_accuracy")
 PAPER_LAMBDA = {"l2": 1.0, "l1": 1e-6}
 # the oracle's random draw the diagnostics ask with; training batch t asks with draw t + 1, so
 # recording never moves a training draw (the random oracle's classes, tie-breaking)

@@ -22,6 +22,10 @@ from ._driver import one_vs_all
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
+# the per-label bounds with_bounds adds to the kernel's label fields
+BOUND_FIELDS = ("alpha_bound", "w_bound", "alpha_bound_strict", "w_bound_strict")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, keys, norms, bounds
+UNPLOTTED = ("wall", "iterations", "n_pos", "alpha_l1", "w_l1", "status", *BOUND_FIELDS)
 
 
 class PPDSparseParams(param.Parameterized):

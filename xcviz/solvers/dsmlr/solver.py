@@ -60,6 +60,9 @@ SHARED_FIELDS = ("wall", "seconds", "epoch", "eta", "objective", "surrogate", "v
 # one value per worker (the record's label is the worker)
 WORKER_FIELDS = ("compute_seconds", "idle_seconds", "bytes_moved", "blocks", "queue_length")
 ITER_FIELDS = SHARED_FIELDS + WORKER_FIELDS
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, b's and d's
+# quantiles, counts
+UNPLOTTED = ("wall", "epoch", "eta", "surrogate", *B_QUANTILES, *D_QUANTILES, "clipped", "bytes_moved", "blocks")
 
 
 class DsmlrParams(param.Parameterized):
@@ -98,9 +101,13 @@ def step_alpha(p: DsmlrParams, n_total: int) -> float:
 
 
 def _check(prob: Problem, p: DsmlrParams) -> None:
+    """Refuse a problem with nothing to train, and an SGD step whose decay leaves (0, 1) (sync and
+    async only: lbfgs and lc take no such step, issue 41)."""
     if prob.n_rows == 0 or prob.n_classes < 2:
         raise ValueError(f"nothing to train: {prob.n_rows} rows with a class, {prob.n_classes} classes "
                          "(DS-MLR needs at least 2)")
+    if p.mode not in ("sync", "async"):
+        return
     most = int(prob.weights.max())
     alpha = step_alpha(p, prob.n_total)
     if alpha / prob.n_total * p.lam * most >= 1.0:

@@ -43,6 +43,10 @@ ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective
                "gradient_error", "gradient_cosine", "loss_error", "active_set", "retrieved", "certified_mips",
                "certified_decomp", "query_seconds", "rescore_seconds", "message_seconds", "update_seconds",
                "reindex_seconds", "diagnostic_seconds")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, training-sample
+# twins of the plotted test metrics, bookkeeping
+UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "train_p_at_1", "search_recall",
+             "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
 
