@@ -331,7 +331,8 @@ class _Ldgs(Driver):
         self.V = V
         self.tanh = p.tanh and p.embedding == "learned"
         # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
-        self.schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch, np.random.default_rng([p.seed, 3]))
+        self.schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch,
+                                      np.random.default_rng([p.seed, 3]))
         self.total, self.batch, self.per_epoch = self.schedule.total, self.schedule.batch, self.schedule.per_epoch
 
     def embed(self, rows) -> np.ndarray:
