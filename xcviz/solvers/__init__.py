@@ -9,9 +9,9 @@ import param
 from ..engine import newton, ppdsparse as ppdsparse_kernel
 from . import dismec, memoir, ppdsparse
 from .dismec import DismecParams, fit_dismec
-from .dsmlr import solver as dsmlr
+from .dsmlr import solver as dsmlr_solver  # not `dsmlr`: the package's attribute stays the subpackage
 from .dsmlr.solver import DsmlrParams, fit_dsmlr
-from .ldgs import solver as ldgs
+from .ldgs import solver as ldgs_solver
 from .ldgs.solver import LdgsParams, fit_ldgs
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict, plain_refusal, refused_value
@@ -61,10 +61,11 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            distributes=True),
     Solver("memoir", MemoirParams, fit_memoir, compare="oracle", iter_fields=memoir.ITER_FIELDS,
            unplotted=memoir.UNPLOTTED, multiclass=True),
-    Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", iter_fields=dsmlr.ITER_FIELDS, unplotted=dsmlr.UNPLOTTED,
-           multiclass=True, distributes=True, shards=True, varies_with=(("mode", "async"),)),
-    Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", iter_fields=ldgs.ITER_FIELDS, unplotted=ldgs.UNPLOTTED,
-           multiclass=True, multilabel=True),
+    Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", iter_fields=dsmlr_solver.ITER_FIELDS,
+           unplotted=dsmlr_solver.UNPLOTTED, multiclass=True, distributes=True, shards=True,
+           varies_with=(("mode", "async"),)),
+    Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", iter_fields=ldgs_solver.ITER_FIELDS,
+           unplotted=ldgs_solver.UNPLOTTED, multiclass=True, multilabel=True),
 )}
 
 
