@@ -148,7 +148,7 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
         # the same run on 300 rows: what a driver costs without data (the grid's tasks, the kernels),
         # with the step the default gives 300 rows (the run's would diverge on them and fail)
         fit_dsmlr(warm.X[:300], warm.Y[:300], DsmlrParams(**{**param_dict(params), "alpha": 0.0}), threads=1,
-                  client=client)
+                  cluster=client)
         del warm
         if limit_mb is not None:
             import resource
@@ -161,10 +161,10 @@ def run_driver(kinds: list[str], folder: str, limit_mb: float | None = None, syn
             t0 = time.monotonic()
             try:
                 if kind == "sharded":
-                    model = fit_dsmlr(open_shards(folder), None, params, threads=1, client=client)
+                    model = fit_dsmlr(open_shards(folder), None, params, threads=1, cluster=client)
                 else:
                     ds = open_shards(folder).dataset()
-                    model = fit_dsmlr(ds.X, ds.Y, params, threads=1, client=client)
+                    model = fit_dsmlr(ds.X, ds.Y, params, threads=1, cluster=client)
                     del ds
             except MemoryError as exc:
                 out[kind] = {"error": f"MemoryError: {exc}", "data_mb_at_error": _vm_data_mb()}

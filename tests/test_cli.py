@@ -271,3 +271,36 @@ def test_memoir_at_the_papers_lambda_says_why_it_learned_little(capsys):
     for lam, noted in (([], True), (["--lam", "1e-4"], False)):
         assert main(["train", "bibtex", "--solver", "memoir", "--epochs", "1", "--threads", "1", "--json", *lam]) == 0
         assert (PAPER_LAM_NOTE in capsys.readouterr().err) is noted
+
+
+@pytest.mark.parametrize("mode", ["lbfgs", "lc"])
+def test_dsmlr_modes_without_an_sgd_step_are_not_refused_for_it(capsys, mode):
+    """Issue 41: lbfgs and lc take no SGD step, so lambda 0.5 with the default alpha is not refused
+    for a decay they never apply."""
+    code, out, err = _run(capsys, "train", "bibtex", "--solver", "dsmlr", "--mode", mode, "--lam", "0.5",
+                          "--epochs", "1", "--threads", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["mode"] == mode
+
+
+def test_every_solver_parameter_has_a_generated_option_with_its_doc():
+    """The train and spec options come from the parameter classes: each parameter is --NAME (a
+    switch pair for a Boolean), typed by its kind, helped by its doc, a Selector's choices shown."""
+    from xcviz.cli import build_parser
+    from xcviz.solvers import SOLVERS
+
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    actions = {a.dest: a for a in train._actions}
+    for family in SOLVERS.values():
+        for name, parameter in family.params.param.objects("existing").items():
+            if name == "name":
+                continue
+            action = actions[name]
+            assert f"--{name.replace('_', '-')}" in action.option_strings
+            assert parameter.doc.split(".")[0][:40].replace("%", "%%") in action.help
+            for choice in getattr(parameter, "objects", None) or []:
+                assert str(choice) in action.metavar
+    assert "--no-normalize" in actions["normalize"].option_strings
+    args = parser.parse_args(["train", "bibtex", "--max-iter", "7", "--no-deal", "--mode", "lc"])
+    assert (args.max_iter, args.deal, args.mode, args.eps) == (7, False, "lc", None)

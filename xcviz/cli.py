@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+import param
+
 from . import __version__
 from .data.errors import DatasetFormatError
 from .models.sparse import ModelFormatError
@@ -192,15 +194,10 @@ def _solver_params(args: argparse.Namespace) -> dict:
 
     params = _parse_sets(args.set)
     check_param_types(args.solver, params)
-    chosen = {"init": args.init, "loss": args.loss, "C": args.C, "eps": args.eps, "lam": args.lam,
-              "variant": args.variant, "oracle": args.oracle, "epochs": args.epochs, "mode": args.mode,
-              "gradient": args.gradient, "embedding": args.embedding}
-    chosen = {k: v for k, v in chosen.items() if v is not None}
-    if args.no_normalize:
-        chosen["normalize"] = False
+    chosen = {name: getattr(args, name) for name in _param_options() if getattr(args, name) is not None}
     for key, value in chosen.items():
         if key in params and params[key] != value:
-            option = "--no-normalize" if key == "normalize" else f"--{key} {_fmt_value(value)}"
+            option = _given_option(key, value)
             raise ValueError(f"{option} and --set {key}={_fmt_value(params[key])} disagree; give {key} once")
     params.update(chosen)
     make_params(args.solver, **params)
@@ -503,32 +500,73 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_solver_options(p: argparse.ArgumentParser) -> None:
+def _add_solver_options(p: argparse.ArgumentParser, generated: bool) -> None:
     p.add_argument("dataset", help="a bundled name (see `xcviz datasets`), a training file (XC text or LIBSVM) "
                                    "or a folder written by `xcviz shard`")
     p.add_argument("--test", help="test file for a training file given by path")
     p.add_argument("--solver", default="dismec", help="dismec (default) | ppdsparse | memoir | ldgs | dsmlr")
-    p.add_argument("--init", help="dismec: zero | bias | ovap | msi (default msi)")
-    p.add_argument("--loss", help="dismec: squared_hinge | logistic; ppdsparse: squared_hinge | hinge; "
-                                  "ldgs: smoothed_margin (default) | ce")
-    p.add_argument("--C", type=float, help="loss weight (default 1)")
-    p.add_argument("--eps", type=float, help="stopping tolerance (default: the solver's)")
-    p.add_argument("--lam", type=float, help="ppdsparse: l1 weight (default 0.01); memoir: lambda (default: the paper's); "
-                                             "dsmlr: L2 lambda (default 1e-4)")
-    p.add_argument("--variant", help="memoir: l2 (Algorithm 1, default) | l1 (Algorithm 2)")
-    p.add_argument("--oracle", help="memoir: exact (default) | random | simplelsh | hnsw | spherical")
-    p.add_argument("--epochs", type=int, help="memoir, ldgs: passes over the data (default 5); dsmlr: outer "
-                                               "iterations (20)")
-    p.add_argument("--mode", help="dsmlr: sync (default) | async | lbfgs | lc")
-    p.add_argument("--gradient", help="ldgs: exact | sampled | mips | decomp (default)")
-    p.add_argument("--embedding", help="ldgs: svd (default) | learned")
     p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
-    p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise rows")
     p.add_argument("--cluster", help="train label blocks on Dask: local:N (N worker processes) or local:NxT "
                                      "(T numba threads each), or a scheduler address tcp://HOST:PORT or tls://HOST:PORT")
     p.add_argument("--scheduler", help="an existing Dask scheduler, tcp://HOST:PORT or tls://HOST:PORT (same as --cluster ...)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="any other solver parameter, e.g. --set msi_t=-3 (repeatable)")
+                   help="any solver parameter by its name, e.g. --set msi_t=-3 (repeatable)")
+    if generated:
+        _add_param_options(p)
+
+
+def _param_options() -> dict[str, dict[str, param.Parameter]]:
+    """Every family's parameters by name: {name: {family: its param.Parameter}} (a name several
+    families share, such as C or epochs, is one option)."""
+    from .solvers import SOLVERS
+
+    options: dict[str, dict[str, param.Parameter]] = {}
+    for family in SOLVERS.values():
+        for name, parameter in family.params.param.objects("existing").items():
+            if name != "name":
+                options.setdefault(name, {})[family.name] = parameter
+    return options
+
+
+def _add_param_options(p: argparse.ArgumentParser) -> None:
+    """One option per solver parameter, generated from the parameter classes (as the dashboard's
+    launch form is): --NAME (dashes for underscores) typed by the parameter, a switch pair
+    --NAME / --no-NAME for a Boolean, the choices of a Selector as its metavar, each family's doc
+    as the help. Unset options keep the solver's defaults; the bounds and choices are checked by
+    the solver's parameter class (solvers.make_params), which names the nearest choice."""
+    shared = p.add_argument_group("parameters of several solvers")
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for name, by_family in _param_options().items():
+        first = next(iter(by_family.values()))
+        if len(by_family) > 1:
+            group = shared
+        else:
+            family = next(iter(by_family))
+            group = groups.setdefault(family, p.add_argument_group(f"{family} parameters"))
+        text = "; ".join(f"{family}: {_param_help(parameter)}" if len(by_family) > 1 else _param_help(parameter)
+                         for family, parameter in by_family.items())
+        flag = f"--{name.replace('_', '-')}"
+        if isinstance(first, param.Boolean):
+            group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            continue
+        kind = int if isinstance(first, param.Integer) else float if isinstance(first, param.Number) else None
+        choices = dict.fromkeys(str(o) for parameter in by_family.values() for o in getattr(parameter, "objects", None) or [])
+        group.add_argument(flag, dest=name, type=kind, default=None, help=text,
+                           metavar="{" + ",".join(choices) + "}" if choices else None)
+
+
+def _param_help(parameter: param.Parameter) -> str:
+    """A parameter's doc and default for --help (argparse's % escaped)."""
+    default = "unset" if parameter.default is None else _fmt_value(parameter.default)
+    return f"{parameter.doc.rstrip('.')} (default {default})".replace("%", "%%")
+
+
+def _given_option(name: str, value) -> str:
+    """How the command line spelled a parameter's option: --C 2, --no-normalize."""
+    flag = name.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{flag}" if value else f"--no-{flag}"
+    return f"--{flag} {_fmt_value(value)}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -539,7 +577,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"xcviz: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
+    """The command's parser; without `solver_options`, `train` and `spec` lack the options generated
+    from the solvers' parameter classes (importing the solvers loads numba: seconds a command that
+    trains nothing need not wait)."""
     parser = _Parser(prog="xcviz", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"xcviz {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -572,14 +613,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_shard)
 
     p = sub.add_parser("train", help="train a solver; prints metrics on the test split")
-    _add_solver_options(p)
+    _add_solver_options(p, solver_options)
     p.add_argument("--out", help="save the model to this folder")
     p.add_argument("--records", help="write every iteration record to this JSON-lines file")
     p.add_argument("--json", action="store_true", help="print one JSON summary line instead of a table")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("spec", help="print a run spec (JSON) to edit and launch")
-    _add_solver_options(p)
+    _add_solver_options(p, solver_options)
     p.add_argument("--name", help="a name for the run")
     p.set_defaults(func=cmd_spec)
 
@@ -647,7 +688,8 @@ def _bounded(text: str, limit: int = ERROR_CHARS) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(solver_options=bool({"train", "spec"} & set(words))).parse_args(argv)
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`xcviz runs | head`): stop quietly

@@ -178,7 +178,7 @@ def test_a_background_run_with_a_cluster_spec_trains_sync_on_dask(tmp_path):
     threads = fit_dsmlr(train.X, train.Y, DsmlrParams(**params), threads=1)
     assert (stored.weights != threads.weights).nnz == 0 and np.array_equal(stored.bias_weights, threads.bias_weights)
     with pytest.raises(ValueError, match="mode 'sync' only"):
-        fit_dsmlr(train.X, train.Y, DsmlrParams(mode="async"), client=object())
+        fit_dsmlr(train.X, train.Y, DsmlrParams(mode="async"), cluster=object())
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,7 @@ def test_dask_sync_is_the_threads_sync_model(client, small):
     p = DsmlrParams(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
     threads = fit_dsmlr(X, Y, p, threads=2)
     sink = MemorySink()
-    dask = fit_dsmlr(X, Y, p, threads=1, client=client, recorder=sink)
+    dask = fit_dsmlr(X, Y, p, threads=1, cluster=client, recorder=sink)
     assert (threads.weights != dask.weights).nnz == 0 and np.array_equal(threads.bias_weights, dask.bias_weights)
     assert dask.info["workers"] == 2 and np.isclose(dask.info["objective"], threads.info["objective"], rtol=1e-12)
     it = sink.frame("iteration")
@@ -222,7 +222,7 @@ def test_dask_sync_asks_the_scheduler_for_its_workers_not_the_clients_cache(clie
     monkeypatch.setattr(dsmlr_dask, "LOST_CHECK", 1e-3)
     X, Y = small
     p = DsmlrParams(mode="sync", epochs=2, grid=4, alpha=200.0, lam=1e-3)
-    dask = fit_dsmlr(X, Y, p, threads=1, client=client)
+    dask = fit_dsmlr(X, Y, p, threads=1, cluster=client)
     threads = fit_dsmlr(X, Y, p, threads=1)
     assert dask.info["workers"] == 2 and (threads.weights != dask.weights).nnz == 0
 
@@ -250,12 +250,12 @@ def test_a_killed_dask_worker_fails_the_run_cleanly(client, small, tmp_path):
     pids = client.run(os.getpid)
     p = DsmlrParams(mode="sync", epochs=30, grid=4, alpha=200.0, lam=1e-3)
     with pytest.raises(RuntimeError, match="worker was probably lost"):
-        fit_dsmlr(X, Y, p, threads=1, client=client, recorder=_KillingSink(store, run, sorted(pids.values())[0]))
+        fit_dsmlr(X, Y, p, threads=1, cluster=client, recorder=_KillingSink(store, run, sorted(pids.values())[0]))
     records, _ = store.records(run, "iteration")
     assert len(records) >= 4 and len(records) % 2 == 0  # whole outer iterations, two workers each
     assert records.groupby("iteration").size().eq(2).all()
     client.wait_for_workers(2, timeout=120)  # the nanny restarted the worker: the run starts again
     store.clear_records(run)
     model = fit_dsmlr(X, Y, DsmlrParams(mode="sync", epochs=2, grid=4, alpha=200.0, lam=1e-3), threads=1,
-                      client=client, recorder=SqliteSink(store, run))
+                      cluster=client, recorder=SqliteSink(store, run))
     assert model.info["epochs_done"] == 2 and sorted(store.records(run, "iteration")[0]["iteration"].unique()) == [0, 1, 2]

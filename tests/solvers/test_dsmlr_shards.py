@@ -115,7 +115,7 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
     held_out = (data.X[:100], data.Y[:100])  # two rows without a label, multi-label rows (replicated)
     write_shards(data, tmp_path / "s", 3, Dataset(X=held_out[0], Y=held_out[1]))
     unsharded_sink = MemorySink()
-    unsharded = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=1, client=client, recorder=unsharded_sink,
+    unsharded = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=1, cluster=client, recorder=unsharded_sink,
                           validation=held_out)
     threads = fit_dsmlr(data.X, data.Y, DsmlrParams(**PARAMS), threads=2)
 
@@ -128,7 +128,7 @@ def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_p
     monkeypatch.setattr(Shards, "dataset", refuse)
     sink = MemorySink()
     folder = open_shards(tmp_path / "s")
-    sharded = fit_dsmlr(folder, None, DsmlrParams(**PARAMS), threads=1, client=client, recorder=sink,
+    sharded = fit_dsmlr(folder, None, DsmlrParams(**PARAMS), threads=1, cluster=client, recorder=sink,
                         validation=folder.test_split())
     for other in (unsharded, threads):
         assert (sharded.weights != other.weights).nnz == 0

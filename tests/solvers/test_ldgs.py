@@ -343,7 +343,7 @@ def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
         "    for kind in ('exact', 'sampled', 'mips', 'decomp', 'learned'):\n"
         "        p = ldgs.LdgsParams(gradient='decomp' if kind == 'learned' else kind, epochs=1, dim=16,\n"
         "                            embedding='learned' if kind == 'learned' else 'svd')\n"
-        "        ldgs._warm_kernels(p, not multiclass, 2)\n"
+        "        ldgs._Ldgs(ds.X, ds.Y, p, threads=2).warm_up()\n"
         "        before = {n: len(k.signatures) for n, k in kernels.items()}\n"
         "        ldgs.fit_ldgs(ds.X, ds.Y, p, threads=2)\n"
         "        late[f'{kind} multiclass={multiclass}'] = [n for n, k in kernels.items() if len(k.signatures) != before[n]]\n"
@@ -355,7 +355,7 @@ def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
     def slow_warm_up(*_args) -> None:  # as a compile would be
         time.sleep(1.0)
 
-    monkeypatch.setattr(ldgs, "_warm_kernels", slow_warm_up)
+    monkeypatch.setattr(ldgs._Ldgs, "warm_up", slow_warm_up)
     ds = generate(200, 50, 20, multiclass=True, seed=1)
     model = fit_ldgs(ds.X, ds.Y, LdgsParams(epochs=1, dim=8), threads=1)
     assert model.info["train_seconds"] < 0.9

@@ -8,11 +8,11 @@ import time
 
 from xcviz.data.synthetic import generate
 from xcviz.solvers import memoir
+from xcviz.solvers._driver import Driver
 from xcviz.solvers.dsmlr import solver as dsmlr
 
 LATE_KERNELS = """
 import importlib, json, pkgutil
-import scipy.sparse as sp
 from numba.core.registry import CPUDispatcher
 import xcviz.engine, xcviz.oracles, xcviz.solvers
 from xcviz.data.synthetic import generate
@@ -32,17 +32,19 @@ def check(name, warm, fit):
     late[name] = [n for n, k in kernels.items() if len(k.signatures) != before[n]]
 
 ds = generate(300, 60, 40, multiclass=True, avg_nnz=8, seed=3)
+options = dict(threads=2, recorder=MemorySink(), validation=(ds.X, ds.Y))
 for oracle in ORACLES:
     for variant in ("l2", "l1"):
         p = memoir.MemoirParams(oracle=oracle, variant=variant, epochs=1)
-        check(f"memoir {oracle} {variant}", lambda: memoir._warm_kernels(p, 2, True, True),
-              lambda: memoir.fit_memoir(ds.X, ds.Y, p, threads=2, recorder=MemorySink(), validation=(ds.X, ds.Y)))
+        check(f"memoir {oracle} {variant}", lambda: memoir._Memoir(ds.X, ds.Y, p, **options).warm_up(),
+              lambda: memoir.fit_memoir(ds.X, ds.Y, p, **options))
 for multiclass in (False, True):
     ds = generate(300, 60, 40, multiclass=multiclass, avg_labels=3, avg_nnz=8, seed=3)
     for mode in dsmlr.MODES:
         p = dsmlr.DsmlrParams(mode=mode, epochs=2)
-        check(f"dsmlr {mode} multiclass={multiclass}", lambda: dsmlr._warm_kernels(p, 2, sp.issparse(ds.Y), True, True),
-              lambda: dsmlr.fit_dsmlr(ds.X, ds.Y, p, threads=2, recorder=MemorySink(), validation=(ds.X, ds.Y)))
+        options = dict(threads=2, recorder=MemorySink(), validation=(ds.X, ds.Y))
+        check(f"dsmlr {mode} multiclass={multiclass}", lambda: dsmlr._Dsmlr(ds.X, ds.Y, p, **options).warm_up(),
+              lambda: dsmlr.fit_dsmlr(ds.X, ds.Y, p, **options))
 print(json.dumps(late))
 """
 
@@ -60,7 +62,6 @@ def test_the_warm_up_is_not_training_time(monkeypatch):
         time.sleep(1.0)
 
     ds = generate(200, 50, 20, multiclass=True, seed=1)
-    monkeypatch.setattr(memoir, "_warm_kernels", slow_warm_up)
-    monkeypatch.setattr(dsmlr, "_warm_kernels", slow_warm_up)
+    monkeypatch.setattr(Driver, "warm_up", slow_warm_up)
     assert memoir.fit_memoir(ds.X, ds.Y, memoir.MemoirParams(epochs=1), threads=1).info["train_seconds"] < 0.9
     assert dsmlr.fit_dsmlr(ds.X, ds.Y, dsmlr.DsmlrParams(epochs=2), threads=1).info["train_seconds"] < 0.9

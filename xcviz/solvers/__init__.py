@@ -1,14 +1,17 @@
-"""Solver drivers, one per family, registered by name."""
+"""Solver drivers, one per family, registered by name with their declared capabilities."""
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Callable
 
 import param
 
+from ..engine import newton, ppdsparse as ppdsparse_kernel
+from . import dismec, memoir, ppdsparse
 from .dismec import DismecParams, fit_dismec
+from .dsmlr import solver as dsmlr_solver  # not `dsmlr`: the package's attribute stays the subpackage
 from .dsmlr.solver import DsmlrParams, fit_dsmlr
+from .ldgs import solver as ldgs_solver
 from .ldgs.solver import LdgsParams, fit_ldgs
 from .memoir import MemoirParams, fit_memoir
 from .params import param_dict, plain_refusal, refused_value
@@ -17,35 +20,53 @@ from .ppdsparse import PPDSparseParams, fit_ppdsparse
 
 @dataclass(frozen=True)
 class Solver:
-    """A solver family: its parameter class, its fit function, and `compare`, the parameter whose
-    values the dashboard's Compare runs side by side (one run per selected value). A multiclass
-    solver trains all classes at once (no per-label blocks to resume from); a multilabel one among
-    them trains multi-label rows as they are (positive sets) and is evaluated on them unreplicated."""
+    """A solver family: its parameter class, its fit function (X, Y, params, **FitOptions), and
+    `compare`, the parameter whose values the dashboard's Compare runs side by side (one run per
+    selected value); then what it declares.
+
+    multiclass: trains all classes at once (no per-label blocks to resume from); multilabel: a
+    multiclass one that trains multi-label rows as they are (positive sets) and is evaluated on
+    them unreplicated; distributes: trains on a Dask cluster (fit takes `cluster`); shards: fit
+    takes a data.shards.Shards as X (Y None) and reads its parts where it trains; deterministic:
+    the same weights whatever the thread count, except at the parameter values of `varies_with`
+    (DS-MLR's async mode). iter_fields / label_fields: the fields its iteration and per-label
+    records carry; unplotted: those the dashboard's field table draws no plot of."""
 
     name: str
     params: type[param.Parameterized]
     fit: Callable
     compare: str
+    iter_fields: tuple[str, ...]
+    label_fields: tuple[str, ...] = ()
+    unplotted: tuple[str, ...] = ()
     multiclass: bool = False
     multilabel: bool = False
-    shards: bool = False  # fit takes a data.shards.Shards as X (Y None) and reads its parts where it trains
+    distributes: bool = False
+    shards: bool = False
+    deterministic: bool = True
+    varies_with: tuple[tuple[str, object], ...] = ()
 
-    @property
-    def distributes(self) -> bool:
-        """Whether the family runs on a Dask cluster: a one-vs-all one by label blocks, a
-        multiclass one when its fit takes a `cluster` (DS-MLR's sync mode)."""
-        return not self.multiclass or "cluster" in inspect.signature(self.fit).parameters
+    def deterministic_at(self, params: param.Parameterized) -> bool:
+        """Whether `params` train the same weights on any number of threads."""
+        return self.deterministic and not any(getattr(params, k) == v for k, v in self.varies_with)
 
 
 __all__ = ["SOLVERS", "Solver", "get_solver", "make_params", "param_dict"]
 
-SOLVERS: dict[str, Solver] = {"dismec": Solver("dismec", DismecParams, fit_dismec, compare="init"),
-                               "ppdsparse": Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss"),
-                               "memoir": Solver("memoir", MemoirParams, fit_memoir, compare="oracle", multiclass=True),
-                               "dsmlr": Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", multiclass=True,
-                                               shards=True),
-                               "ldgs": Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", multiclass=True,
-                                              multilabel=True)}
+SOLVERS: dict[str, Solver] = {s.name: s for s in (
+    Solver("dismec", DismecParams, fit_dismec, compare="init", iter_fields=newton.ITER_FIELDS,
+           label_fields=newton.LABEL_FIELDS, unplotted=dismec.UNPLOTTED, distributes=True),
+    Solver("ppdsparse", PPDSparseParams, fit_ppdsparse, compare="loss", iter_fields=ppdsparse_kernel.ITER_FIELDS,
+           label_fields=ppdsparse_kernel.LABEL_FIELDS + ppdsparse.BOUND_FIELDS, unplotted=ppdsparse.UNPLOTTED,
+           distributes=True),
+    Solver("memoir", MemoirParams, fit_memoir, compare="oracle", iter_fields=memoir.ITER_FIELDS,
+           unplotted=memoir.UNPLOTTED, multiclass=True),
+    Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", iter_fields=dsmlr_solver.ITER_FIELDS,
+           unplotted=dsmlr_solver.UNPLOTTED, multiclass=True, distributes=True, shards=True,
+           varies_with=(("mode", "async"),)),
+    Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", iter_fields=ldgs_solver.ITER_FIELDS,
+           unplotted=ldgs_solver.UNPLOTTED, multiclass=True, multilabel=True),
+)}
 
 
 def get_solver(name: str) -> Solver:

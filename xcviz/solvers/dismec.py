@@ -8,7 +8,7 @@ the block's records to the sink and reports progress.
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import param
@@ -19,10 +19,13 @@ from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
 from ._onevsall.run import run_blocks
 from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem, training_rows
+from ._driver import one_vs_all
 from .params import param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, keys, counts
+UNPLOTTED = ("wall", "grad_norm", "iterations", "n_pos", "objective_init", "grad_norm0", "status")
 MSI_T = {"squared_hinge": -2.0, "logistic": -3.0}  # the MSI paper's target margin of the negatives per loss
 
 
@@ -101,17 +104,15 @@ def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0)
                                 p.ovap_max_iter, p.ovap_regularize_bias, bias_index, t0_ns)
 
 
-def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, *,
-               threads: int | None = None, recorder=None, run: str = "run",
-               progress: Callable[[int, int], None] | None = None, cluster=None,
-               **background) -> SparseModel:
+def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, **options) -> SparseModel:
     """Train one Newton-solved linear classifier per label of Y (n x L) on X (n x D).
 
-    recorder: a sink (see xcviz.records.sinks) or None for recording off. progress(done, total) is
-    called after every block of labels. cluster: None for numba threads here, or a (Client,
-    ClusterInfo) pair from xcviz.compute.cluster.connect to train the blocks on Dask workers.
-    **background: skip, stop and on_block of solvers._onevsall.threads_backend.train_in_blocks, for runs that can be
-    cancelled and resumed."""
+    options: those of solvers._driver.FitOptions (an unknown one raises TypeError). recorder: a
+    sink (see xcviz.records.sinks) or None for recording off. progress(done, total) is called after
+    every block of labels. cluster: None for numba threads here, or a (Client, ClusterInfo) pair
+    from xcviz.compute.cluster.connect to train the blocks on Dask workers. skip, stop and
+    on_block (solvers._onevsall.run.run_blocks) serve runs that can be cancelled and resumed."""
+    threads, recorder, run, progress, cluster, background = one_vs_all("dismec", options)
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")

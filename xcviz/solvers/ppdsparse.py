@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import param
@@ -18,9 +18,14 @@ from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
 from ._onevsall.run import run_blocks
 from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem
+from ._driver import one_vs_all
 from .params import param_dict
 
 LOSSES = ("squared_hinge", "hinge")
+# the per-label bounds with_bounds adds to the kernel's label fields
+BOUND_FIELDS = ("alpha_bound", "w_bound", "alpha_bound_strict", "w_bound_strict")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, keys, norms, bounds
+UNPLOTTED = ("wall", "iterations", "n_pos", "alpha_l1", "w_l1", "status", *BOUND_FIELDS)
 
 
 class PPDSparseParams(param.Parameterized):
@@ -115,13 +120,11 @@ def with_bounds(cols: dict, *, n: int, lam: float, tau: float, C: float, loss: s
     return cols
 
 
-def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None = None, *,
-                  threads: int | None = None, recorder=None, run: str = "run",
-                  progress: Callable[[int, int], None] | None = None, cluster=None,
-                  **background) -> SparseModel:
+def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None = None, **options) -> SparseModel:
     """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method.
 
-    recorder, progress, cluster and **background (skip, stop, on_block) as for fit_dismec."""
+    options as for fit_dismec."""
+    threads, recorder, run, progress, cluster, background = one_vs_all("ppdsparse", options)
     p = params or PPDSparseParams()
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()

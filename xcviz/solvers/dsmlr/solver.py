@@ -28,8 +28,7 @@ alpha.
 """
 from __future__ import annotations
 
-import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import param
@@ -38,11 +37,9 @@ from scipy.optimize import minimize
 
 from ...data.shards import Shards
 from ...engine import dsmlr as K_
-from ...engine.threads import using_threads
 from ...models.sparse import SparseModel
 from ..._util.memory_check import check_fits
-from ..params import param_dict
-from ..warmup import code_paths, warm_once
+from .._driver import Driver
 from .distributed import DaskSync, Sizes, WorkerEvaluator
 from .problem import Evaluator, Problem, State, objective_parts, prepare, splits, variational_gap
 from .threads_backend import ThreadAsync, ThreadSync
@@ -63,6 +60,9 @@ SHARED_FIELDS = ("wall", "seconds", "epoch", "eta", "objective", "surrogate", "v
 # one value per worker (the record's label is the worker)
 WORKER_FIELDS = ("compute_seconds", "idle_seconds", "bytes_moved", "blocks", "queue_length")
 ITER_FIELDS = SHARED_FIELDS + WORKER_FIELDS
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, b's and d's
+# quantiles, counts
+UNPLOTTED = ("wall", "epoch", "eta", "surrogate", *B_QUANTILES, *D_QUANTILES, "clipped", "bytes_moved", "blocks")
 
 
 class DsmlrParams(param.Parameterized):
@@ -101,9 +101,13 @@ def step_alpha(p: DsmlrParams, n_total: int) -> float:
 
 
 def _check(prob: Problem, p: DsmlrParams) -> None:
+    """Refuse a problem with nothing to train, and an SGD step whose decay leaves (0, 1) (sync and
+    async only: lbfgs and lc take no such step, issue 41)."""
     if prob.n_rows == 0 or prob.n_classes < 2:
         raise ValueError(f"nothing to train: {prob.n_rows} rows with a class, {prob.n_classes} classes "
                          "(DS-MLR needs at least 2)")
+    if p.mode not in ("sync", "async"):
+        return
     most = int(prob.weights.max())
     alpha = step_alpha(p, prob.n_total)
     if alpha / prob.n_total * p.lam * most >= 1.0:
@@ -120,182 +124,202 @@ def _check_diverged(objective: float, start: float, t: int, alpha: float) -> Non
                          f"alpha={alpha / 10:.3g} (it was {alpha:.3g})")
 
 
-def _warm_kernels(p: DsmlrParams, threads: int | None, multilabel: bool, recording: bool, validating: bool) -> None:
-    """Compile (or load from numba's cache) the kernels a local run of these settings calls, its
-    records' included, on a tiny problem before the clock starts (see solvers.warmup)."""
-    from ...data.synthetic import generate
-    from ...records.sinks import NullSink
+class _Dsmlr(Driver):
+    """DS-MLR's hooks on the driver skeleton: its problem, engine, outer iterations (or scipy's
+    L-BFGS iterations), records (one row per worker) and model."""
 
-    def tiny_fit() -> None:
-        tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
-        settings = {**param_dict(p), "epochs": 2, "optimum": None, "alpha": 0.0}  # no step too large for it
-        fit_dsmlr(tiny.X, tiny.Y, DsmlrParams(**settings), threads=threads,
-                  recorder=NullSink() if recording else None, validation=(tiny.X, tiny.Y) if validating else None)
+    name = "dsmlr"
+    iter_fields = ITER_FIELDS
 
-    warm_once(("dsmlr", code_paths(p), multilabel, recording, validating), tiny_fit)
+    def warm_up(self) -> None:
+        """A local run only: on Dask the kernels run in the workers' processes."""
+        if self.options.cluster is None:
+            settings = {**self.values, "epochs": 2, "optimum": None, "alpha": 0.0}  # no step too large for it
+            self.warm((), DsmlrParams(**settings), multilabel=self.Y is None or sp.issparse(self.Y))
 
+    def setup(self) -> None:
+        p, X, Y, cluster = self.p, self.X, self.Y, self.options.cluster
+        self.client = cluster[0] if isinstance(cluster, tuple) else cluster
+        if self.client is not None and p.mode != "sync":
+            raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
+        self.shards = None
+        if isinstance(X, Shards):  # read by the Dask workers; without a cluster, here
+            if self.client is not None:
+                self.shards, prob = X, Sizes.of(X, p.bias)
+                if prob.n_rows == 0 or prob.n_classes < 2:
+                    _check(prob, p)
+            else:
+                X, Y = X.X, X.Y
+        if self.shards is None:
+            prob = prepare(X, Y, p.normalize, p.bias)
+            _check(prob, p)
+        self.prob = prob
+        validation = self.options.validation
+        self.test_parts = validation if isinstance(validation, Shards) else None
+        if self.test_parts is not None and not (self.client is not None and p.mode == "sync"):
+            validation, self.test_parts = (self.test_parts.X, self.test_parts.Y), None
+        val = None
+        if validation is not None and self.test_parts is None:
+            val = prepare(validation[0], validation[1], p.normalize, p.bias, dim=prob.dim, n_classes=prob.n_classes)
+        self.evaluate = Evaluator(val)
+        self.G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
+        n_classes = prob.n_classes
+        copies = LBFGS_COPIES if p.mode == "lbfgs" else 2
+        check_fits(f"DS-MLR's dense weights ({n_classes:,} classes x {prob.dim:,} features, {copies} copies in mode "
+                   f"{p.mode!r})", copies * 8 * n_classes * prob.dim,
+                   "train fewer classes or features, or a solver with a sparse model (dismec, ppdsparse, memoir)")
+        self.st = State(np.zeros((n_classes, prob.dim)), np.ones(n_classes), np.full(prob.n_rows, -np.log(n_classes)))
+        self.total = p.epochs
 
-def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, *, threads: int | None = None, recorder=None,
-              run: str = "run", progress: Callable[[int, int], None] | None = None,
-              stop: Callable[[], bool] | None = None, validation=None, client=None, cluster=None,
-              **_background) -> SparseModel:
-    """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids),
-    or on a sharded data set (X a data.shards.Shards, Y None): with a Dask client its workers read
-    the parts and the driver never holds the rows; without one it is read here.
-
-    validation: (X, Y) whose accuracy and macro-F1 are recorded, or sharded test parts (a Shards,
-    `Shards.test_split`): evaluated on the workers of a Dask `sync`, else read here. client: a
-    dask.distributed Client for `sync` on Dask (xcviz.solvers.dsmlr.distributed); cluster: the (Client, ClusterInfo) of
-    xcviz.compute.cluster (the run spec's `cluster`), the same. progress(outer iterations done, all);
-    stop() is asked between outer iterations (a stopped run returns the model so far)."""
-    p = params or DsmlrParams()
-    if client is None and cluster is None:  # on Dask the kernels run in the workers' processes
-        _warm_kernels(p, threads, Y is None or sp.issparse(Y), recorder is not None, validation is not None)
-    t_start = time.monotonic()
-    if cluster is not None:
-        client = cluster[0]
-    if client is not None and p.mode != "sync":
-        raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
-    shards = None
-    if isinstance(X, Shards):  # read by the Dask workers; without a cluster, here
-        if client is not None:
-
-            shards, prob = X, Sizes.of(X, p.bias)
-            if prob.n_rows == 0 or prob.n_classes < 2:
+    def start(self) -> dict:
+        p, prob = self.p, self.prob
+        self.n_workers = self.n_threads
+        if p.mode == "sync" and self.client is not None:
+            self.engine = DaskSync(self.client, prob, self.G, p.seed, self.shards, (p.normalize, p.bias))
+            self.n_workers = self.engine.n_workers
+            if self.shards is not None:  # the rows' label counts are known now
                 _check(prob, p)
-        else:
-            X, Y = X.X, X.Y
-    if shards is None:
-        prob = prepare(X, Y, p.normalize, p.bias)
-        _check(prob, p)
-    test_parts = validation if isinstance(validation, Shards) else None
-    if test_parts is not None and not (client is not None and p.mode == "sync"):
-        validation, test_parts = (test_parts.X, test_parts.Y), None
-    val = None
-    if validation is not None and test_parts is None:
-        val = prepare(validation[0], validation[1], p.normalize, p.bias, dim=prob.dim, n_classes=prob.n_classes)
-    evaluate = Evaluator(val)
-    G = max(1, min(p.grid, prob.n_classes, prob.n_rows))
-    values = param_dict(p)
-    n_classes = prob.n_classes
-    copies = LBFGS_COPIES if p.mode == "lbfgs" else 2
-    check_fits(f"DS-MLR's dense weights ({n_classes:,} classes x {prob.dim:,} features, {copies} copies in mode "
-               f"{p.mode!r})", copies * 8 * n_classes * prob.dim,
-               "train fewer classes or features, or a solver with a sparse model (dismec, ppdsparse, memoir)")
-    st = State(np.zeros((n_classes, prob.dim)), np.ones(n_classes), np.full(prob.n_rows, -np.log(n_classes)))
-
-    with using_threads(threads) as n_threads:
-        n_workers = n_threads
-        if p.mode == "sync" and client is not None:
-
-            engine = DaskSync(client, prob, G, p.seed, shards, (p.normalize, p.bias))
-            n_workers = engine.n_workers
-            if shards is not None:  # the rows' label counts are known now
-                _check(prob, p)
-            if test_parts is not None:
-
-                evaluate = WorkerEvaluator(engine, test_parts, p.normalize, p.bias)
+            if self.test_parts is not None:
+                self.evaluate = WorkerEvaluator(self.engine, self.test_parts, p.normalize, p.bias)
         elif p.mode == "sync":
-            engine = ThreadSync(prob, G, n_threads, p.seed)
+            self.engine = ThreadSync(prob, self.G, self.n_threads, p.seed)
         elif p.mode == "async":
-            engine = ThreadAsync(prob, G, n_threads, p.seed)
+            self.engine = ThreadAsync(prob, self.G, self.n_threads, p.seed)
         else:
-            engine = None
-        N = prob.n_total
-        alpha = step_alpha(p, N)
-        if recorder is not None:
-            recorder.begin({"run": run, "solver": "dsmlr", "params": values, "threads": n_threads, "n": N,
-                            "n_rows": prob.n_rows, "n_features": prob.dim, "n_labels": n_classes,
-                            "workers": n_workers, "iter_fields": list(ITER_FIELDS), "label_fields": []})
-        clock = {"measure": 0.0, "last": 0.0, "clipped": 0}
+            self.engine = None
+        self.alpha = step_alpha(p, prob.n_total)
+        self.clipped = 0
+        self.objective0 = self.objective = float(np.log(prob.n_classes))  # L1(0)
+        # what the next record reads: epoch, step, objective, the b the step used (None: no gap), W, workers
+        self.latest = {"epoch": 0, "eta": 0.0, "b_old": None, "W": self.st.W, "workers": {}, "extra": {"clipped": 0}}
+        return {"n": prob.n_total, "n_rows": prob.n_rows, "n_features": prob.dim, "n_labels": prob.n_classes,
+                "workers": self.n_workers}
 
-        def record(t: float, eta: float, objective: float, b_old, b_new, W, workers: dict, extra: dict,
-                   iteration: int | None = None) -> None:
-            t0 = time.monotonic()
-            train_wall = t0 - t_start - clock["measure"]
-            row = dict.fromkeys(ITER_FIELDS, np.nan)
-            row.update(wall=train_wall, seconds=train_wall - clock["last"], epoch=t, eta=eta, objective=objective)
-            row.update({k: float(np.quantile(b_new, q)) for k, q in B_QUANTILES.items()})
-            if b_old is not None:
-                gap, d = variational_gap(prob, b_old, b_new)
-                row.update(variational_gap=gap, surrogate=objective + gap,
-                           **{k: float(np.quantile(d, q)) for k, q in D_QUANTILES.items()})
-            if p.optimum is not None:
-                row["optimum_gap"] = (objective - p.optimum) / max(abs(p.optimum), 1e-300)
-            row.update(extra)
-            if evaluate.active:
-                row.update(evaluate(W))
-            clock["last"] = train_wall
-            if recorder is not None:
-                cols = {k: np.full(n_workers, v, dtype=float) for k, v in row.items() if k not in WORKER_FIELDS}
-                for k in WORKER_FIELDS:
-                    cols[k] = np.asarray(workers.get(k, np.full(n_workers, np.nan)), dtype=float)
-                cols["iteration"] = np.full(n_workers, int(round(t)) if iteration is None else iteration)
-                cols["label"] = np.arange(n_workers)
-                recorder.write("iteration", cols)
-            clock["measure"] += time.monotonic() - t0
+    def steps(self) -> Iterator[int]:
+        return self._lbfgs() if self.p.mode == "lbfgs" else self._outer_iterations()
 
-        objective0 = float(np.log(n_classes))  # L1(0)
-        if recorder is not None or evaluate.active:
-            record(0, 0.0, objective0, None, st.b, st.W, {}, {"clipped": 0})
-        cancelled, done = False, 0
-        objective = objective0
-        if p.mode == "lbfgs":
-            objective, done, cancelled, st = _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start)
-        else:
-            for t in range(1, p.epochs + 1):
-                if stop is not None and stop():
-                    cancelled = True
-                    break
-                eta = alpha / (N * n_classes * np.sqrt(t))
-                b_old = st.b.copy()
-                if p.mode == "lc":
-                    steps = np.zeros(n_classes, np.int64)
-                    W = st.W()
-                    K_.lc_classes(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, st.b, W, p.lam,
-                                  p.lc_tol, p.lc_newton, n_threads, steps)
-                    st = State(W, np.ones(n_classes), st.b)
-                    workers = {}
-                    extra = {"clipped": 0, "blocks": float(steps.sum())}
-                    true = _phase_b(prob, st)
-                    b_used = b_old
-                else:
-                    workers = engine.epoch(st, eta * n_classes, p.lam, p.clip)
-                    extra = {"clipped": workers.pop("clipped")}
-                    clock["clipped"] += extra["clipped"]
-                    if p.mode == "async":  # the workers' own b; the exact one is a measurement
-                        t0 = time.monotonic()
+    def _outer_iterations(self) -> Iterator[int]:
+        p, prob, n_classes = self.p, self.prob, self.prob.n_classes
+        for t in range(1, p.epochs + 1):
+            st = self.st
+            eta = self.alpha / (prob.n_total * n_classes * np.sqrt(t))
+            b_old = st.b.copy()
+            if p.mode == "lc":
+                steps = np.zeros(n_classes, np.int64)
+                W = st.W()
+                K_.lc_classes(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, st.b, W, p.lam,
+                              p.lc_tol, p.lc_newton, self.n_threads, steps)
+                st = self.st = State(W, np.ones(n_classes), st.b)
+                workers = {}
+                extra = {"clipped": 0, "blocks": float(steps.sum())}
+                true = _phase_b(prob, st)
+                b_used = b_old
+            else:
+                workers = self.engine.epoch(st, eta * n_classes, p.lam, p.clip)
+                extra = {"clipped": workers.pop("clipped")}
+                self.clipped += extra["clipped"]
+                if p.mode == "async":  # the workers' own b; the exact one is a measurement
+                    with self.clock.measuring():
                         b_used = st.b.copy()
                         true = _phase_b(prob, st)
-                        clock["measure"] += time.monotonic() - t0
-                    else:
-                        true = engine.phase_b(st)
-                        b_used = b_old
-                objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
-                record(t, eta, objective, b_used, st.b, st.W, workers, extra)
-                if p.mode != "lc":
-                    _check_diverged(objective, objective0, t, alpha)
-                if p.mode == "async":
-                    st.b[:] = b_used  # the workers go on with their own b
-                done = t
-                if progress is not None:
-                    progress(t, p.epochs)
-        if engine is not None and hasattr(engine, "close"):
-            engine.close()
-    seconds = time.monotonic() - t_start - clock["measure"]
-    W = st.folded()
-    info = {"mode": p.mode, "train_seconds": seconds, "epochs_done": done, "epoch_seconds": seconds / max(done, 1),
-            "threads": n_threads, "workers": n_workers, "grid": G, "n_train": N, "n_rows": prob.n_rows,
-            "cancelled": cancelled, "objective": float(objective), "clipped": clock["clipped"], "alpha": alpha,
-            "w_memory_mb": W.nbytes / 2**20}
-    if cluster is not None:
-        info.update(cluster=cluster[1].cluster, cluster_start_seconds=cluster[1].cluster_start_seconds)
-    bias_weights, weights = _model_weights(W, p.bias > 0)
-    model = SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
-                        solver="dsmlr", params=values, info=info)
-    if recorder is not None:
-        recorder.end(info)
-    return model
+                else:
+                    true = self.engine.phase_b(st)
+                    b_used = b_old
+            self.objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
+            self.latest = {"epoch": t, "eta": eta, "b_old": b_used, "W": st.W, "workers": workers, "extra": extra}
+            yield t
+
+    def after_step(self, step: int) -> None:
+        if self.p.mode in ("sync", "async"):
+            _check_diverged(self.objective, self.objective0, step, self.alpha)
+        if self.p.mode == "async":
+            self.st.b[:] = self.latest["b_old"]  # the workers go on with their own b
+
+    def _lbfgs(self) -> Iterator[int]:
+        """scipy L-BFGS-B (unbounded) on (2); one record per iteration, epoch = gradient evaluations."""
+        prob, st = self.prob, self.st
+        fun = lbfgs_objective(prob, self.p.lam)
+        evals = [0]
+
+        def counted(w):
+            evals[0] += 1
+            return fun(w)
+
+        def callback(intermediate_result):
+            with self.clock.measuring():
+                st.V[:] = intermediate_result.x.reshape(st.V.shape)
+                _phase_b(prob, st)
+            self.objective = float(intermediate_result.fun)
+            self.latest = {"epoch": evals[0], "eta": 0.0, "b_old": None, "W": lambda: st.V, "workers": {}, "extra": {}}
+            if not self.step_done(self.done + 1):
+                raise StopIteration
+
+        result = minimize(counted, st.V.ravel(), jac=True, method="L-BFGS-B", callback=callback,
+                          options={"maxiter": self.p.epochs, "maxcor": LBFGS_MEMORY, "gtol": 1e-10, "ftol": 1e-14})
+        st.V[:] = result.x.reshape(st.V.shape)
+        _phase_b(prob, st)
+        self.objective = float(result.fun)
+        return iter(())
+
+    def measure(self, step: int) -> dict:
+        """The whole record is a measurement: the gap of b, the optimum's gap, the test metrics."""
+        latest, prob, b_new = self.latest, self.prob, self.st.b
+        row = {"epoch": latest["epoch"], "eta": latest["eta"], "objective": self.objective,
+               **{k: float(np.quantile(b_new, q)) for k, q in B_QUANTILES.items()}}
+        if latest["b_old"] is not None:
+            gap, d = variational_gap(prob, latest["b_old"], b_new)
+            row.update(variational_gap=gap, surrogate=self.objective + gap,
+                       **{k: float(np.quantile(d, q)) for k, q in D_QUANTILES.items()})
+        if self.p.optimum is not None:
+            row["optimum_gap"] = (self.objective - self.p.optimum) / max(abs(self.p.optimum), 1e-300)
+        row.update(latest["extra"])
+        if self.evaluate.active:
+            row.update(self.evaluate(latest["W"]))
+        return row
+
+    def write(self, row: dict) -> None:
+        """One row per worker: the shared fields repeated, the worker fields its own."""
+        n_workers, workers = self.n_workers, self.latest["workers"]
+        cols = {k: np.full(n_workers, v, dtype=float) for k, v in row.items()
+                if k not in WORKER_FIELDS and k not in ("iteration", "label")}
+        for k in WORKER_FIELDS:
+            cols[k] = np.asarray(workers.get(k, np.full(n_workers, np.nan)), dtype=float)
+        cols["iteration"] = np.full(n_workers, row["iteration"])
+        cols["label"] = np.arange(n_workers)
+        self.recorder.write("iteration", cols)
+
+    def finish(self) -> None:
+        if self.engine is not None and hasattr(self.engine, "close"):
+            self.engine.close()
+
+    def model(self, info: dict) -> SparseModel:
+        p, seconds, done = self.p, self.train_seconds, self.done
+        W = self.st.folded()
+        info.update({"mode": p.mode, "epochs_done": done, "epoch_seconds": seconds / max(done, 1),
+                     "workers": self.n_workers, "grid": self.G, "n_train": self.prob.n_total,
+                     "n_rows": self.prob.n_rows, "objective": float(self.objective), "clipped": self.clipped,
+                     "alpha": self.alpha, "w_memory_mb": W.nbytes / 2**20})
+        if isinstance(self.options.cluster, tuple):
+            info.update(cluster=self.options.cluster[1].cluster,
+                        cluster_start_seconds=self.options.cluster[1].cluster_start_seconds)
+        bias_weights, weights = _model_weights(W, p.bias > 0)
+        return SparseModel(weights=weights, bias_weights=bias_weights, bias=p.bias, normalize=p.normalize,
+                           solver="dsmlr", params=self.values, info=info)
+
+
+def fit_dsmlr(X: sp.spmatrix, Y, params: DsmlrParams | None = None, **options) -> SparseModel:
+    """Train DS-MLR (or a baseline, by `mode`) on X (n x D) and Y (n x K 0/1 matrix or class ids),
+    or on a sharded data set (X a data.shards.Shards, Y None): on a Dask cluster its workers read
+    the parts and the driver never holds the rows; without one it is read here.
+
+    options: those of solvers._driver.FitOptions (an unknown one raises TypeError). cluster: the
+    (Client, ClusterInfo) of xcviz.compute.cluster (the run spec's `cluster`) or a bare
+    dask.distributed Client, for `sync` on Dask (xcviz.solvers.dsmlr.distributed). validation:
+    (X, Y) whose accuracy and macro-F1 are recorded, or sharded test parts (a Shards,
+    `Shards.test_split`): evaluated on the workers of a Dask `sync`, else read here.
+    progress(outer iterations done, all); stop() is asked between outer iterations (a stopped run
+    returns the model so far)."""
+    return _Dsmlr(X, Y, params or DsmlrParams(), **options).fit()
 
 
 def _model_weights(W: np.ndarray, has_bias: bool) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -335,40 +359,3 @@ def lbfgs_objective(prob: Problem, lam: float, n_blocks: int = 64) -> Callable[[
         return value, G.ravel()
 
     return fun
-
-
-class _Stop(Exception):
-    pass
-
-
-def _run_lbfgs(prob, p, st, record, progress, stop, clock, t_start):
-    """scipy L-BFGS-B (unbounded) on (2); one record per iteration, epoch = gradient evaluations."""
-    fun = lbfgs_objective(prob, p.lam)
-    evals = [0]
-
-    def counted(w):
-        evals[0] += 1
-        return fun(w)
-
-    state = {"iter": 0, "f": float(np.log(prob.n_classes)), "cancelled": False, "x": st.V.ravel()}
-
-    def callback(intermediate_result):
-        state["iter"] += 1
-        state["f"] = float(intermediate_result.fun)
-        state["x"] = intermediate_result.x
-        t0 = time.monotonic()
-        st.V[:] = intermediate_result.x.reshape(st.V.shape)
-        _phase_b(prob, st)
-        clock["measure"] += time.monotonic() - t0
-        record(evals[0], 0.0, state["f"], None, st.b, lambda: st.V, {}, {}, iteration=state["iter"])
-        if progress is not None:
-            progress(state["iter"], p.epochs)
-        if stop is not None and stop():
-            state["cancelled"] = True
-            raise StopIteration
-
-    result = minimize(counted, st.V.ravel(), jac=True, method="L-BFGS-B", callback=callback,
-                      options={"maxiter": p.epochs, "maxcor": LBFGS_MEMORY, "gtol": 1e-10, "ftol": 1e-14})
-    st.V[:] = result.x.reshape(st.V.shape)
-    _phase_b(prob, st)
-    return float(result.fun), state["iter"], state["cancelled"], st

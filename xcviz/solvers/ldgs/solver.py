@@ -19,7 +19,7 @@ indexes re-index the rows a batch changed every `reindex_every` batches.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import param
@@ -31,13 +31,11 @@ from ...engine.ldgs import (CE, MARGIN, all_scores, embedding_gradient, exact_lo
                            step_features)
 from ...engine.ldgs_measure import support_stats, top_precision
 from ...engine.sparse import take_rows
-from ...engine.threads import using_threads
 from ...oracles.block_index import BlockSphericalIndex
+from .._driver import Driver
+from .._multiclass import kernel_rows, with_columns
 from ..batch_schedule import BatchSchedule
 from .search import ESTIMATORS, Estimate, Estimator, block_bounds
-from ..memoir import _rows, _with_columns
-from ..params import param_dict
-from ..warmup import warm_once
 
 LOSSES = {"smoothed_margin": MARGIN, "ce": CE}
 ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective", "train_accuracy", "accuracy",
@@ -45,6 +43,10 @@ ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective
                "gradient_error", "gradient_cosine", "loss_error", "active_set", "retrieved", "certified_mips",
                "certified_decomp", "query_seconds", "rescore_seconds", "message_seconds", "update_seconds",
                "reindex_seconds", "diagnostic_seconds")
+# the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, training-sample
+# twins of the plotted test metrics, bookkeeping
+UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "train_p_at_1", "search_recall",
+             "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
 
@@ -284,136 +286,108 @@ def _check_finite(W: np.ndarray, V: np.ndarray, epoch: int, eta0: float) -> None
                          f"a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
-def _warm_kernels(p: LdgsParams, multilabel: bool, threads: int | None) -> None:
-    """Compile (or load from numba's cache) the kernels a run of these settings calls, by training
-    on a tiny synthetic problem of the same kind, before the training clock starts (see
-    solvers.warmup; mips and decomp, with more kernels, paid most)."""
-    from ...data.synthetic import generate
+def is_multilabel(Y) -> bool:
+    """Whether Y (a 0/1 label matrix or class ids) has a row with other than one label."""
+    return sp.issparse(Y) and not np.all(np.diff(sp.csr_matrix(Y).indptr) == 1)
 
-    def tiny_fit() -> None:
-        tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
-        settings = {**param_dict(p), "epochs": 1, "dim": 8, "blocks": 0, "batch_size": 10, "reindex_every": 1,
+
+class _Ldgs(Driver):
+    """LDGS's hooks on the driver skeleton. Its training time counts the batches alone: the SVD, the
+    first index builds and the class means are set-up (as the paper times SGD)."""
+
+    name = "ldgs"
+    iter_fields = ITER_FIELDS
+    setup_is_training = False
+
+    def warm_up(self) -> None:
+        """mips and decomp, with more kernels, paid most for a cold start."""
+        settings = {**self.values, "epochs": 1, "dim": 8, "blocks": 0, "batch_size": 10, "reindex_every": 1,
                     "sample_size": 10, "retrieve": 0, "probes": 0, "clusters": 4, "sampled": 0}
-        fit_ldgs(tiny.X, tiny.Y, LdgsParams(**settings), threads=threads)
+        self.warm((), LdgsParams(**settings), multilabel=is_multilabel(self.Y))
 
-    warm_once(("ldgs", p.gradient, p.loss, p.embedding, p.tanh, multilabel), tiny_fit)
+    def setup(self) -> None:
+        p = self.p
+        self.Xr = Xr = kernel_rows(self.X, p.normalize)
+        n, D = self.n, self.D = Xr.shape
+        pos_ptr, pos_idx, K, multilabel = positives(self.Y, n)
+        self.rank = frequency_rank(pos_idx, K)
+        self.pos_ptr, self.pos_idx, self.K, self.multilabel = pos_ptr, self.rank[pos_idx], K, multilabel
+        if n == 0 or K < 2:
+            raise ValueError(f"nothing to train: {n} rows, {K} classes (LDGS needs at least 2)")
+        self.loss = LOSSES[p.loss]
+        self.mu = p.mu or (5.0 if multilabel else 1.0)
+        self.B = B = p.blocks or (4 if multilabel else 8)
+        h = p.dim or (128 if p.embedding == "svd" else 100)
+        rng = np.random.default_rng([p.seed, 0])
+        if p.embedding == "svd":
+            V = svd_basis(Xr, h, p.seed)
+        else:
+            V = rng.normal(0.0, 1.0 / np.sqrt(h), (D, h))
+        self.h = h = V.shape[1]
+        if not 1 <= B <= h:
+            raise ValueError(f"blocks must be between 1 and the embedding dimension {h}, got {B}")
+        if p.embedding == "svd" and p.deal:  # every block a like share of the spectrum (see dealt_components)
+            V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
+        self.V = V
+        self.tanh = p.tanh and p.embedding == "learned"
+        # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
+        self.schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch,
+                                      np.random.default_rng([p.seed, 3]))
+        self.total, self.batch, self.per_epoch = self.schedule.total, self.schedule.batch, self.schedule.per_epoch
 
+    def embed(self, rows) -> np.ndarray:
+        """phi of sparse rows, or of the training rows numbered `rows`."""
+        sub = rows if sp.issparse(rows) else self.Xr[rows]
+        return forward(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, self.V, self.tanh)
 
-def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: int | None = None, recorder=None,
-             run: str = "run", progress: Callable[[int, int], None] | None = None,
-             stop: Callable[[], bool] | None = None, validation=None, **_background) -> EmbeddingModel:
-    """Train LDGS on X (n x D) and Y (n x K 0/1 matrix, multi-label rows kept as positive sets, or
-    class ids). validation: (X, Y) measured while training. progress(batches done, in all) after
-    every batch; stop() is asked between batches (a stopped run returns the model so far)."""
-    p = params or LdgsParams()
-    t_start = time.monotonic()
-    Xr = _rows(X, p.normalize)
-    n, D = Xr.shape
-    pos_ptr, pos_idx, K, multilabel = positives(Y, n)
-    rank = frequency_rank(pos_idx, K)
-    pos_idx = rank[pos_idx]
-    if n == 0 or K < 2:
-        raise ValueError(f"nothing to train: {n} rows, {K} classes (LDGS needs at least 2)")
-    _warm_kernels(p, multilabel, threads)
-    loss = LOSSES[p.loss]
-    mu = p.mu or (5.0 if multilabel else 1.0)
-    B = p.blocks or (4 if multilabel else 8)
-    h = p.dim or (128 if p.embedding == "svd" else 100)
-    rng = np.random.default_rng([p.seed, 0])
-    if p.embedding == "svd":
-        V = svd_basis(Xr, h, p.seed)
-    else:
-        V = rng.normal(0.0, 1.0 / np.sqrt(h), (D, h))
-    h = V.shape[1]
-    if not 1 <= B <= h:
-        raise ValueError(f"blocks must be between 1 and the embedding dimension {h}, got {B}")
-    if p.embedding == "svd" and p.deal:  # every block a like share of the spectrum (see dealt_components)
-        V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
-    tanh = p.tanh and p.embedding == "learned"
-    Xi = (Xr.indptr.astype(np.int64), Xr.indices.astype(np.int64), Xr.data)
-
-    with using_threads(threads) as n_threads:
-        def embed(rows) -> np.ndarray:
-            if sp.issparse(rows):
-                return forward(rows.indptr.astype(np.int64), rows.indices.astype(np.int64), rows.data, V, tanh)
-            sub = Xr[rows]
-            return forward(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
-
-        fixed = forward(*Xi, V, tanh) if p.embedding == "svd" else None
-        W = class_means(fixed if fixed is not None else forward(*Xi, V, tanh), pos_ptr, pos_idx, K)
-        q = p.retrieve or default_retrieve(K)
-        q = min(q, K)
-        common = dict(loss=loss, mu=mu, q=q, steps=p.steps, tau2=p.tau2, sample=min(K, p.sampled or max(1, K // 100)),
-                      seed=p.seed, restrict=p.restrict)
-        probes = p.probes or default_probes(q, p.clusters, K, multilabel)
-        indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
-                   "decomp": BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed)}
-        estimators = {kind: Estimator(kind, W, index=indexes.get(kind), **common) for kind in ESTIMATORS}
-        estimator = estimators[p.gradient]
-        dirty = {kind: np.zeros(K, np.bool_) for kind in indexes}
-        sample = np.sort(np.random.default_rng([p.seed, 1]).choice(n, min(p.sample_size, n), replace=False))
+    def start(self) -> dict:
+        p, K, h, Xr = self.p, self.K, self.h, self.Xr
+        Xi = (Xr.indptr.astype(np.int64), Xr.indices.astype(np.int64), Xr.data)
+        self.fixed = forward(*Xi, self.V, self.tanh) if p.embedding == "svd" else None
+        self.W = W = class_means(self.fixed if self.fixed is not None else forward(*Xi, self.V, self.tanh),
+                                 self.pos_ptr, self.pos_idx, K)
+        self.q = q = min(p.retrieve or default_retrieve(K), K)
+        common = dict(loss=self.loss, mu=self.mu, q=q, steps=p.steps, tau2=p.tau2,
+                      sample=min(K, p.sampled or max(1, K // 100)), seed=p.seed, restrict=p.restrict)
+        self.probes = probes = p.probes or default_probes(q, p.clusters, K, self.multilabel)
+        self.indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
+                        "decomp": BlockSphericalIndex(W, block_bounds(h, self.B), p.clusters, probes, p.kmeans_iter,
+                                                      p.seed)}
+        self.estimators = {kind: Estimator(kind, W, index=self.indexes.get(kind), **common) for kind in ESTIMATORS}
+        self.dirty = {kind: np.zeros(K, np.bool_) for kind in self.indexes}
+        sample = np.sort(np.random.default_rng([p.seed, 1]).choice(self.n, min(p.sample_size, self.n), replace=False))
         held_out = None
-        if validation is not None:
-            Xv = _rows(_with_columns(validation[0], D), p.normalize)
+        if self.options.validation is not None:
+            validation = self.options.validation
+            Xv = kernel_rows(with_columns(validation[0], self.D), p.normalize)
             v_ptr, v_idx, _, _ = positives(validation[1], Xv.shape[0])
-            v_idx = np.where(v_idx < K, rank[np.minimum(v_idx, K - 1)], v_idx)
+            v_idx = np.where(v_idx < K, self.rank[np.minimum(v_idx, K - 1)], v_idx)
             pick = np.sort(np.random.default_rng([p.seed, 2]).choice(Xv.shape[0], min(p.sample_size, Xv.shape[0]),
                                                                      replace=False))
             v_ptr, v_idx = _take(v_ptr, v_idx, pick)
             held_out = (Xv[pick], v_ptr, v_idx)
-        diagnostics = _Diagnostics(sample, _take(pos_ptr, pos_idx, sample), held_out, p, loss, mu, multilabel)
-        # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
-        schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch, np.random.default_rng([p.seed, 3]),
-                                 stop=stop, progress=progress,
-                                 record=None if recorder is None else lambda step: record(step, eta),
-                                 end_epoch=lambda epoch: _check_finite(W, V, epoch, p.eta0))
-        batch, per_epoch = schedule.batch, schedule.per_epoch
-        values = param_dict(p)
-        if recorder is not None:
-            recorder.begin({"run": run, "solver": "ldgs", "params": values, "threads": n_threads, "n": n,
-                            "n_features": D, "n_labels": K, "embedding_dim": h, "blocks": B, "retrieve": q,
-                            "probes": probes, "mu": mu, "multilabel": multilabel, "iter_fields": list(ITER_FIELDS),
-                            "label_fields": []})
-        clock = dict.fromkeys(CLOCK, 0.0)
-        dense = np.zeros((K, batch))  # a batch's coefficients, class-major (see engine.ldgs.scatter)
+        self.diagnostics = _Diagnostics(sample, _take(self.pos_ptr, self.pos_idx, sample), held_out, p, self.loss,
+                                        self.mu, self.multilabel)
+        self.counters = dict.fromkeys(CLOCK, 0.0)
+        self.eta = p.eta0
+        return {"n": self.n, "n_features": self.D, "n_labels": K, "embedding_dim": h, "blocks": self.B,
+                "retrieve": q, "probes": probes, "mu": self.mu, "multilabel": self.multilabel}
+
+    def steps(self) -> Iterator[int]:
+        K, W, V, Xr, fixed, tanh, clock = self.K, self.W, self.V, self.Xr, self.fixed, self.tanh, self.counters
+        pos_ptr, pos_idx, per_epoch, estimator = self.pos_ptr, self.pos_idx, self.per_epoch, self.estimators[
+            self.p.gradient]
+        dense = np.zeros((K, self.batch))  # a batch's coefficients, class-major (see engine.ldgs.scatter)
         touched = np.zeros(K, np.bool_)
         hit = np.empty(K + 1, np.int64)  # the classes a batch changed (see engine.ldgs.scatter)
-        train_seconds = 0.0
-        t_window = train_seconds
-        written = 0
-        last: dict = {}
-
-        def record(step: int, eta: float) -> None:
-            nonlocal t_window, written, last
-            t0 = time.monotonic()
-            for kind, index in indexes.items():  # the diagnostic-only index catches up (not training time)
-                if kind != p.gradient and dirty[kind].any():
-                    index.update(np.flatnonzero(dirty[kind]))
-                    dirty[kind][:] = False
-            row = {**dict.fromkeys(ITER_FIELDS, np.nan), "iteration": written, "label": 0, "batch": step,
-                   "epoch": step / per_epoch, "eta": eta, "wall": train_seconds,
-                   "seconds": train_seconds - t_window, **clock}
-            row.update(diagnostics.measure(W, embed, estimators, p.gradient))
-            row["diagnostic_seconds"] = time.monotonic() - t0
-            row["elapsed"] = time.monotonic() - t_start
-            if recorder is not None:
-                recorder.write("iteration", {k: np.array([v]) for k, v in row.items()})
-            clock.update(dict.fromkeys(CLOCK, 0.0))
-            written += 1
-            t_window = train_seconds
-            last = row
-
-        eta = p.eta0
-        if recorder is not None:
-            record(0, eta)
         # read once: a param attribute costs microseconds, and a small batch's bookkeeping adds up
-        learned, eta0, reindex_every = p.embedding == "learned", p.eta0, p.reindex_every
-        trained, trained_dirty = indexes.get(p.gradient), dirty.get(p.gradient)  # None for exact and sampled
-        marks = list(dirty.values())
-        for rows in schedule:
-            t_batch = time.monotonic()
-            step = schedule.step
-            eta = eta0 / (1.0 + step / per_epoch)
+        learned, eta0, reindex_every = self.p.embedding == "learned", self.p.eta0, self.p.reindex_every
+        trained = self.indexes.get(self.p.gradient)  # None for exact and sampled
+        trained_dirty = self.dirty.get(self.p.gradient)
+        marks = list(self.dirty.values())
+        for rows in self.schedule:
+            step = self.schedule.step
+            eta = self.eta = eta0 / (1.0 + step / per_epoch)
             b_ptr, b_idx = _take(pos_ptr, pos_idx, rows)
             sub = Xr[rows] if fixed is None else None
             phi = fixed[rows] if fixed is not None else forward(
@@ -442,17 +416,47 @@ def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, *, threads: in
             t2 = time.perf_counter()
             clock["update_seconds"] += t1 - t0
             clock["reindex_seconds"] += t2 - t1
-            train_seconds += time.monotonic() - t_batch
-        step, cancelled = schedule.step, schedule.cancelled
-        if not last or last["batch"] != step:
-            record(step, eta)
-    epochs_done = step / per_epoch
-    info = {"train_seconds": train_seconds, "batches": step, "epochs_done": epochs_done,
-            "epoch_seconds": train_seconds / max(epochs_done, 1e-12), "batch_size": batch, "threads": n_threads,
-            "n_train": n, "cancelled": cancelled, "embedding_dim": h, "blocks": B, "retrieve": q, "probes": probes,
-            "mu": mu, "multilabel": multilabel}
-    info.update({k: last[k] for k in ("objective", "search_recall", "gradient_cosine") if np.isfinite(last[k])})
-    model = EmbeddingModel(V=V, W=W[rank], tanh=tanh, normalize=p.normalize, solver="ldgs", params=values, info=info)
-    if recorder is not None:
-        recorder.end(info)
-    return model
+            yield step + 1
+
+    def due(self, step: int) -> bool:
+        return self.schedule.due(step)
+
+    def after_step(self, step: int) -> None:
+        if self.schedule.ends_epoch(step):
+            _check_finite(self.W, self.V, step // self.per_epoch, self.p.eta0)
+
+    def window(self, step: int) -> dict:
+        row = {"batch": step, "epoch": step / self.per_epoch, "eta": self.eta, **self.counters}
+        self.counters.update(dict.fromkeys(CLOCK, 0.0))
+        return row
+
+    def measure(self, step: int) -> dict:
+        for kind, index in self.indexes.items():  # the diagnostic-only index catches up (not training time)
+            if kind != self.p.gradient and self.dirty[kind].any():
+                index.update(np.flatnonzero(self.dirty[kind]))
+                self.dirty[kind][:] = False
+        return self.diagnostics.measure(self.W, self.embed, self.estimators, self.p.gradient)
+
+    def finish(self) -> None:
+        """The last batch's picture, for the model's info, recorded when the schedule did not."""
+        if self.last_row is None or self.last_row["batch"] != self.done:
+            self.record(self.done)
+
+    def model(self, info: dict) -> EmbeddingModel:
+        epochs_done = self.done / self.per_epoch
+        info.update({"batches": self.done, "epochs_done": epochs_done,
+                     "epoch_seconds": self.train_seconds / max(epochs_done, 1e-12), "batch_size": self.batch,
+                     "n_train": self.n, "embedding_dim": self.h, "blocks": self.B, "retrieve": self.q,
+                     "probes": self.probes, "mu": self.mu, "multilabel": self.multilabel})
+        last = self.last_row
+        info.update({k: last[k] for k in ("objective", "search_recall", "gradient_cosine") if np.isfinite(last[k])})
+        return EmbeddingModel(V=self.V, W=self.W[self.rank], tanh=self.tanh, normalize=self.p.normalize, solver="ldgs",
+                              params=self.values, info=info)
+
+
+def fit_ldgs(X: sp.spmatrix, Y, params: LdgsParams | None = None, **options) -> EmbeddingModel:
+    """Train LDGS on X (n x D) and Y (n x K 0/1 matrix, multi-label rows kept as positive sets, or
+    class ids). options: those of solvers._driver.FitOptions (an unknown one raises TypeError);
+    validation (X, Y) is measured while training, progress(batches done, in all) follows every
+    batch, stop() is asked between batches (a stopped run returns the model so far)."""
+    return _Ldgs(X, Y, params or LdgsParams(), **options).fit()
