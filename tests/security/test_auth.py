@@ -11,6 +11,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import pytest
+
 from tornado.web import create_signed_value
 
 from tests.security.conftest import open_websocket, serve, server_errors, session_token
@@ -114,6 +116,7 @@ def test_password_from_the_environment_and_a_random_cookie_secret(tmp_path):
     assert server_errors(log) == []
 
 
+@pytest.mark.browser
 def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(tmp_path):
     password, secret = "pw-" + secrets.token_hex(8), "cookie-" + secrets.token_hex(16)
     password_file = _private(tmp_path / "password", password + "\n")

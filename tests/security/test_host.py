@@ -78,6 +78,7 @@ def _shows_dashboard(page, url: str) -> bool:
     return "Compare" in page_text(page)
 
 
+@pytest.mark.browser
 def test_a_page_reached_through_a_rebinding_name_gets_nothing(tmp_path):
     with serve(["--home", str(tmp_path / "home")], tmp_path / "log") as (_proc, port), \
             _rebinding_browser() as page:
@@ -87,6 +88,7 @@ def test_a_page_reached_through_a_rebinding_name_gets_nothing(tmp_path):
         page.screenshot(path=str(ARTIFACTS / "host-rebinding-refused.png"))
 
 
+@pytest.mark.browser
 def test_bare_panel_serve_of_the_app_refuses_foreign_hosts(tmp_path):
     """`panel serve apps/dashboard.py` checks no Host itself: the app refuses to build the page."""
     port = free_port()
