@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser dashboard demo test bench lab clean
+.PHONY: install browser dashboard demo test test-fast bench lab clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,15 @@ demo: $(STAMP)
 test: $(STAMP) browser
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist load
+
+# the quick tier while working: the tests not marked slow, browser or cluster (pyproject's markers),
+# no chromium needed. Measured in one process (--durations) on this 2-core machine while other
+# jobs loaded it (load average 5-7): the whole non-browser, non-cluster selection took 1039 s, of
+# which this tier's tests 194 s; two workers halve that, plus ~20-40 s of collection: about 2 min
+# there, less on an idle machine. `make test` (CI) runs every tier.
+test-fast: $(STAMP)
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -n 2 --dist load -m "not slow and not browser and not cluster"
 
 # Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
 # root (a container) needs JupyterLab's explicit --allow-root.

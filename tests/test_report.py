@@ -186,6 +186,7 @@ def _report_layout(store, runs, monkeypatch):
     return built[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["dismec", "ppdsparse", "memoir", "dsmlr", "ldgs"])
 def test_every_solvers_report_draws_its_figures_at_a_fixed_readable_width(solver, store_with_runs, multiclass_runs,
                                                                           monkeypatch):

@@ -116,6 +116,7 @@ def bibtex_runs():
 ACCURACY_BOUND = {"sync": 0.5, "async": 1.5, "lc": 0.5}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async", "lc"])
 def test_every_mode_reaches_the_lbfgs_optimum_on_bibtex(bibtex_runs, mode):
     best, best_acc = bibtex_runs["lbfgs"]
