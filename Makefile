@@ -36,10 +36,10 @@ test: $(STAMP) browser
 	$(PY) -m pytest -q -n 2 --dist load
 
 # the quick tier while working: the tests not marked slow, browser or cluster (pyproject's markers),
-# no chromium needed. Measured in one process (--durations) on this 2-core machine while other
-# jobs loaded it (load average 5-7): the whole non-browser, non-cluster selection took 1039 s, of
-# which this tier's tests 194 s; two workers halve that, plus ~20-40 s of collection: about 2 min
-# there, less on an idle machine. `make test` (CI) runs every tier.
+# no chromium needed. Measured on this 2-core machine, one process: the whole non-browser,
+# non-cluster selection 1039 s (under load 5-7); this tier 652 tests in 257 s plus 11 s of
+# collection (load ~1.3, two kernel modules recompiled), so about 2.2 min on two workers, not yet
+# the issue's 2. `make test` (CI) runs every tier.
 test-fast: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist load -m "not slow and not browser and not cluster"
