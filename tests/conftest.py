@@ -21,11 +21,6 @@ if os.environ.get("CI"):
 PRECOMPILE_FROM = 100  # tests in a session: fewer need few kernels, and are quick without the warm-up
 
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: takes more than a few seconds of its own")
-
-
 def pytest_collection_finish(session):
     """Start tests/precompile.py for a session of many tests, at the lowest priority: it compiles on
     the CPU the tests leave idle and never takes it from them. Under pytest-xdist every worker

@@ -65,6 +65,7 @@ def test_delete_refuses_a_running_run(capsys, tmp_path):
     assert code == 2 and "cancel it" in err and len(store.list()) == 1
 
 
+@pytest.mark.slow
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     store = RunStore(tmp_path / "home")
     spec = RunSpec(dataset="bibtex", solver="dismec").validate().to_json()

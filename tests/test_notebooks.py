@@ -21,7 +21,13 @@ def _execute(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def _tiers(path: Path) -> list[pytest.MarkDecorator]:
+    """Every notebook is slow; one whose code trains on a cluster (`cluster=`) starts Dask too."""
+    code = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    return [pytest.mark.slow, *([pytest.mark.cluster] if "cluster=" in code else [])]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_tiers(p), id=p.name) for p in NOTEBOOKS])
 def test_notebook_runs(path: Path):
     committed = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") and not c.get("execution_count") for c in committed.cells

@@ -30,6 +30,7 @@ def store_with_runs(tmp_path_factory):
     return store, runs
 
 
+@pytest.mark.browser
 def test_report_opens_offline_and_renders(store_with_runs, tmp_path, capsys):
     store, runs = store_with_runs
     out = tmp_path / "report.html"
@@ -185,6 +186,7 @@ def _report_layout(store, runs, monkeypatch):
     return built[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["dismec", "ppdsparse", "memoir", "dsmlr", "ldgs"])
 def test_every_solvers_report_draws_its_figures_at_a_fixed_readable_width(solver, store_with_runs, multiclass_runs,
                                                                           monkeypatch):
@@ -211,6 +213,7 @@ def test_every_solvers_report_draws_its_figures_at_a_fixed_readable_width(solver
         assert fig.sizing_mode in (None, "fixed"), fig.title.text
 
 
+@pytest.mark.browser
 def test_a_multiclass_report_renders_its_plots_wide_in_a_browser(multiclass_runs, tmp_path):
     """An LDGS report (no per-label figures) shows each plot at its set width at a 1600 px viewport."""
     from xcviz.app.report import write_report

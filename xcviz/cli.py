@@ -22,6 +22,7 @@ import param
 from . import __version__
 from .data.errors import DatasetFormatError
 from .models.sparse import ModelFormatError
+from ._util.extras import MissingExtra
 from ._util.text import printable
 
 if TYPE_CHECKING:
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
 GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
 ERROR_CHARS = 600  # the longest error line the CLI prints
-_USER_ERRORS = (DatasetFormatError, ModelFormatError, ValueError, KeyError, OSError, TimeoutError, sqlite3.Error,
-                MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
+_USER_ERRORS = (DatasetFormatError, ModelFormatError, MissingExtra, ValueError, KeyError, OSError, TimeoutError,
+                sqlite3.Error, MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
 
 
 STARTING = ("waiting for the first progress report (the first run after installing compiles the numba kernels: "

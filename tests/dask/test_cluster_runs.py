@@ -18,6 +18,8 @@ from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 
+pytestmark = pytest.mark.cluster
+
 PARAMS = {"init": "zero", "eps": 0.001}  # a tighter tolerance: a few seconds of training, time to kill things
 TIMING = {"wall", "seconds"}
 

@@ -78,6 +78,7 @@ def _worker_state(dask_worker):
             "solvers": all(m in sys.modules for m in ("xcviz.solvers.dismec", "xcviz.solvers.ppdsparse"))}
 
 
+@pytest.mark.cluster
 def test_a_local_cluster_runs_quiet_with_the_solvers_imported(cluster):
     """xcviz's local clusters: no Dask profiler sampling the workers, glibc's adaptive malloc (no
     MALLOC_TRIM_THRESHOLD_), numpy's libraries still on one thread, a 1 s event-loop tick; and the
@@ -91,6 +92,7 @@ def test_a_local_cluster_runs_quiet_with_the_solvers_imported(cluster):
                          "solvers": True}
 
 
+@pytest.mark.cluster
 def test_workers_that_cannot_import_the_solvers_fail_the_connection(monkeypatch):
     """A scheduler whose workers lack what xcviz's tasks import: connect fails at once with a
     ClusterError naming the address and the missing module (workers in this process, so the
@@ -110,6 +112,7 @@ def test_workers_that_cannot_import_the_solvers_fail_the_connection(monkeypatch)
 
 @pytest.mark.parametrize("fit, params", [(fit_ppdsparse, PPDSparseParams()), (fit_dismec, DismecParams(init="ovap"))],
                          ids=["ppdsparse", "dismec-ovap"])
+@pytest.mark.cluster
 def test_solvers_on_a_local_cluster_match_threads(bibtex, cluster, fit, params):
     train, _ = bibtex
     Y = train.Y.tocsc()[:, :60].tocsr()  # 60 labels keep it quick
@@ -140,6 +143,7 @@ except Exception as exc:
 """
 
 
+@pytest.mark.cluster
 def test_a_local_cluster_refuses_a_client_without_its_certificate(cluster):
     """Another process on the machine (another user, say) that finds the scheduler's loopback port
     can neither speak plain TCP to it nor complete TLS without the run's in-memory certificate, so
@@ -156,6 +160,7 @@ def test_a_local_cluster_refuses_a_client_without_its_certificate(cluster):
         assert out.stdout.startswith("refused"), (attempt, out.stdout, out.stderr[-2000:])
 
 
+@pytest.mark.cluster
 def test_a_tls_scheduler_is_reached_with_the_certificates_of_dask_configuration(tmp_path):
     """The recipe of docs/dask.md for a scheduler elsewhere with TLS: the certificate files named in Dask's
     configuration are what xcviz's `connect` uses for a tls:// address; without them it cannot

@@ -4,9 +4,13 @@ filling with blocks until all of Delicious' 983 labels are in."""
 import re
 import time
 
+import pytest
+
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
+
+pytestmark = [pytest.mark.browser, pytest.mark.cluster]
 
 LABELS = 983  # Delicious: Bibtex's 159 labels train on two workers faster than the page polls
 WORKER_ROW = re.compile(r"tls://127\.0\.0\.1:(\d+)\s+(\d+)\s+(\d+)\s")

@@ -4,11 +4,14 @@ data segment with RLIMIT_DATA, once warm, at less than the training data's size 
 trains to the objective of an unlimited run; loading the same data into it fails with a
 MemoryError that names the folder."""
 import numpy as np
+import pytest
 
 from benchmarks.dsmlr_bench import driver_process
 from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate
 from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
+
+pytestmark = pytest.mark.cluster
 
 # the bench's step, which its warm-up on 300 rows must not use (it diverges there)
 SYNC = {"epochs": 1, "grid": 4, "lam": 1e-3, "alpha": 1500.0}

@@ -24,6 +24,8 @@ from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from xcviz.solvers.dsmlr.solver import DsmlrParams, fit_dsmlr
 
+pytestmark = pytest.mark.cluster
+
 PARAMS = {"mode": "sync", "epochs": 40, "grid": 4, "alpha": 200.0, "lam": 1e-3}
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from xcviz.compute.cluster import cluster_client
 
+pytestmark = pytest.mark.cluster
+
 
 def test_a_local_cluster_serves_no_http_pages_and_keeps_its_scratch_private():
     """Dask's scheduler always runs an HTTP server (info pages, JSON, a proxy) answering any Host

@@ -141,21 +141,20 @@ def test_labels_trained_together_are_bitwise_those_trained_alone(small, loss, in
     prob = prepare_problem(small.X, small.Y, True, 1.0, order_rows=True)
     rows, n, dim = prob.rows, prob.n, prob.dim
     labels = np.argsort(-prob.n_pos, kind="stable").astype(np.int64)  # heaviest first, as the driver
-    consts = (loss, 1.0, 0.01, 0.5, max_iter, False, prob.bias_index, -1.0, 1.0, -2.0)
+    settings = K.Settings(loss, 1.0, 0.01, 0.5, max_iter, False, prob.bias_index, -1.0, 1.0, -2.0)
+    positives = K.Positives(prob.pos_ptr, prob.pos_rows)
     init_vec = rows.colsum / n
     fields = len(K.ITER_FIELDS)
     W = np.zeros((labels.size, dim))
     rec = np.zeros((labels.size, max_iter + 1, fields))
     summ = np.zeros((labels.size, len(K.LABEL_FIELDS)))
-    K.train_block(rows.indptr, rows.indices, rows.data, dim, prob.pos_ptr, prob.pos_rows, labels, init, init_vec,
-                  rows.colsum, *consts, 0, True, 2, W, rec, summ, *K.workspace(n, dim, rows.indptr[-1], 2, np.uint32))
+    K.train_block(rows, dim, positives, labels, init, init_vec, settings, 0, True, 2, W, rec, summ,
+                  K.workspace(n, dim, rows.indptr[-1], 2, np.uint32))
     cap = K.compact_capacity(rows.indptr[-1])
     same = [2, 3, 4, 5, 6, 7]  # the fields that are not clocks
     for b in range(labels.size):
         w, y, psum = np.empty(dim), np.empty(n), np.empty(dim)
-        gnorm0, tol, npos = K._label_setup(b, rows.indptr, rows.indices, rows.data, prob.pos_ptr, prob.pos_rows, labels,
-                                           init, init_vec, rows.colsum, loss, 1.0, 0.01, prob.bias_index, -1.0, 1.0,
-                                           -2.0, w, y, psum)
+        gnorm0, tol, npos = K._label_setup(b, rows, positives, labels, init, init_vec, settings, w, y, psum)
         work, workn = np.empty((7, dim)), np.empty((3, n))
         r, s = np.zeros((max_iter + 1, fields)), np.zeros(len(K.LABEL_FIELDS))
         it = K.newton(rows.indptr, rows.indices, rows.data, y, w, tol, gnorm0, loss, 1.0, 0.5, max_iter, False,

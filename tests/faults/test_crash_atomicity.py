@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from xcviz.models.sparse import SparseModel
 from xcviz.runs.launcher import launch, resume, wait
@@ -20,6 +21,7 @@ BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;
 """
 
 
+@pytest.mark.slow
 def test_a_block_whose_weights_cannot_be_written_leaves_no_records(tmp_path, small_xc):
     train, test = small_xc
     store = RunStore(tmp_path / "home")
@@ -70,6 +72,7 @@ def test_a_save_that_fails_midway_keeps_the_previous_model(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == sorted(["model.json", named])
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_damaged_model_says_so_in_one_line(tmp_path, small_xc, xcviz_cli):
     train, test = small_xc
     out = tmp_path / "model"
@@ -89,6 +92,7 @@ def test_evaluate_on_a_damaged_model_says_so_in_one_line(tmp_path, small_xc, xcv
         assert line.startswith("xcviz: error: ") and str(model) in line
 
 
+@pytest.mark.slow
 def test_resume_refuses_an_input_that_changed(tmp_path, small_xc, xcviz_cli):
     train, test = small_xc
     store = RunStore(tmp_path / "home")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
@@ -63,6 +65,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.slow
 def test_a_launch_whose_worker_cannot_start_leaves_a_failed_run(tmp_path, xcviz_cli):
     home = tmp_path / "home"
     result = subprocess.run([sys.executable, "-c", _LAUNCH_WITHOUT_INTERPRETER, str(home)], capture_output=True,
@@ -74,6 +77,7 @@ def test_a_launch_whose_worker_cannot_start_leaves_a_failed_run(tmp_path, xcviz_
     assert json.loads(waited.stdout)["status"] == "failed" and waited.returncode == 1
 
 
+@pytest.mark.slow
 def test_a_launcher_killed_after_recording_its_run_leaves_no_queued_run(tmp_path, xcviz_cli):
     home = tmp_path / "home"
     result = subprocess.run([sys.executable, "-c", _KILLED_AFTER_INSERT, str(home)], capture_output=True,
@@ -91,6 +95,7 @@ def test_a_launcher_killed_after_recording_its_run_leaves_no_queued_run(tmp_path
     assert json.loads(waited.stdout)["status"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_wait_times_out_on_a_run_still_training(tmp_path, xcviz_cli):
     home = tmp_path / "home"
     store = RunStore(home)

@@ -55,6 +55,7 @@ def _resumes_at_once(home, run, count):
     return [(p.wait(timeout=120), *p.communicate()) for p in procs]
 
 
+@pytest.mark.slow
 def test_concurrent_resumes_start_one_worker_and_give_the_uninterrupted_model(tmp_path, small_xc):
     train_path, test_path = small_xc
     store = RunStore(tmp_path / "home")
@@ -82,6 +83,7 @@ def test_concurrent_resumes_start_one_worker_and_give_the_uninterrupted_model(tm
     np.testing.assert_array_equal(model.bias_weights, reference.bias_weights)
 
 
+@pytest.mark.slow
 def test_a_resume_while_the_worker_runs_is_refused(tmp_path, xcviz_cli):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"dataset": "delicious", "params": {"init": "zero"}, "threads": 1}))

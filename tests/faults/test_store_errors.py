@@ -35,6 +35,7 @@ def _in_process(capsys, *args):
     return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
 def test_a_damaged_store_gives_one_line(tmp_path, xcviz_cli, capsys, damage):
     home = tmp_path / "home"
@@ -55,6 +56,7 @@ def test_a_missing_store_is_reported_not_created(tmp_path, capsys):
     assert not home.exists()
 
 
+@pytest.mark.slow
 def test_a_store_deleted_under_a_running_run_is_not_recreated(tmp_path):
     home = tmp_path / "home"
     store = RunStore(home)
@@ -83,6 +85,7 @@ def _without_root_powers(*args):
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_read_only_store_can_be_listed(tmp_path):
     home = tmp_path / "home"
     store = RunStore(home)
@@ -103,6 +106,7 @@ def test_a_read_only_store_can_be_listed(tmp_path):
         os.chmod(home, 0o755)
 
 
+@pytest.mark.slow
 def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
     store = RunStore(tmp_path / "home")
     store.create(json.dumps({"dataset": "bibtex"}), "shown")

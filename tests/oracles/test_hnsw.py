@@ -2,6 +2,7 @@
 in place (nmslib/hnswlib#303), it does not add a second one."""
 import hnswlib
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 
@@ -29,6 +30,7 @@ def _built(problem, threads, **params):
     return oracle
 
 
+@pytest.mark.slow
 def test_sharded_graphs_are_reproducible_and_keep_recall(problem):
     """Shards built side by side, one thread each: the same answers for 1 and 2 threads, and run
     after run; a query searches every shard, so recall stays near the single graph's."""
@@ -42,6 +44,7 @@ def test_sharded_graphs_are_reproducible_and_keep_recall(problem):
     assert np.mean(answers[0] == truth) > 0.6
 
 
+@pytest.mark.slow
 def test_an_update_of_most_classes_builds_a_fresh_graph(problem):
     """Above hnsw_rebuild_fraction of the classes, update() rebuilds: its answers are those of an
     oracle built afresh on the same vectors (and so reproducible)."""

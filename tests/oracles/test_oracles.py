@@ -28,7 +28,11 @@ ORACLES = {
 }
 
 
-@pytest.fixture(scope="module", params=list(ORACLES))
+SLOW = {"hnsw", "simplelsh banded"}  # seconds each to build or search (the `slow` tier)
+
+
+@pytest.fixture(scope="module",
+                params=[pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in ORACLES])
 def built(request, problem):
     make, floor, floor_excluded = ORACLES[request.param]
     oracle = make(seed=0, threads=1)

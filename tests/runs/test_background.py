@@ -74,6 +74,7 @@ def _writer(home, run, batches):
         store.append_batch(run, "iteration", {"label": np.full(50, b), "objective": np.arange(50.0)})
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_readers(tmp_path):
     store = RunStore(tmp_path)
     runs = [store.create("{}") for _ in range(3)]
@@ -110,6 +111,7 @@ def _pid_gone(pid, timeout=10.0):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_gives_the_uninterrupted_model(tmp_path, delicious):
     store = RunStore(tmp_path)
     spec = RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="killed")
@@ -137,6 +139,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_model(tmp_path, delicious):
     assert row["summary"]["p@1"] > 60
 
 
+@pytest.mark.slow
 def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
     store = RunStore(tmp_path)
     spec_file = tmp_path / "spec.json"
@@ -162,6 +165,7 @@ def test_cancel_keeps_a_partial_model_and_cli_lists_it(tmp_path, capsys):
     assert wait(store, run, timeout=300)["status"] == "done"
 
 
+@pytest.mark.slow
 def test_a_multiclass_run_streams_diagnostics_cancels_and_restarts(tmp_path):
     store = RunStore(tmp_path)
     spec = RunSpec(dataset="bibtex", solver="memoir", params={"oracle": "random", "epochs": 200, "lam": 1e-4},
@@ -230,6 +234,7 @@ def test_a_multiclass_run_asks_the_store_at_most_five_times_a_second(tmp_path):
     assert callbacks.stop() and callbacks.stop() and calls["cancel_requested"] == before
 
 
+@pytest.mark.slow
 def test_background_runs_yield_the_cpu_and_a_bad_niceness_fails_the_run(tmp_path, monkeypatch):
     """A worker lowers its priority below the launching process (the dashboard), by 10 unless
     XCVIZ_NICE says otherwise; a value that is not a number fails the run with a message."""

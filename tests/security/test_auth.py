@@ -11,6 +11,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import pytest
+
 from tornado.web import create_signed_value
 
 from tests.security.conftest import open_websocket, serve, server_errors, session_token
@@ -67,6 +69,7 @@ def _private(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_password_from_the_environment_and_a_random_cookie_secret(tmp_path):
     password = "pw-" + secrets.token_hex(8)
     old_secret = "an-older-servers-secret-" + secrets.token_hex(8)
@@ -114,6 +117,7 @@ def test_password_from_the_environment_and_a_random_cookie_secret(tmp_path):
     assert server_errors(log) == []
 
 
+@pytest.mark.browser
 def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(tmp_path):
     password, secret = "pw-" + secrets.token_hex(8), "cookie-" + secrets.token_hex(16)
     password_file = _private(tmp_path / "password", password + "\n")
@@ -157,6 +161,7 @@ def test_password_and_secret_files_a_browser_logs_in_and_its_runs_get_no_secret(
     assert server_errors(log) == []
 
 
+@pytest.mark.slow
 def test_the_page_holds_no_credential_and_a_logout_ends_its_own_login_only(tmp_path):
     """The page's session token (readable by the page's scripts) copied the HttpOnly login cookie
     in, and any other cookie or header (another local app's login cookie: cookies ignore ports; a
@@ -195,6 +200,7 @@ def _serve_refused(*args: str, env: dict | None = None) -> str:
     return out.stderr
 
 
+@pytest.mark.slow
 def test_secret_files_others_can_read_and_passwords_as_arguments_are_refused(tmp_path):
     shared = tmp_path / "password"
     shared.write_text("a-password-others-can-read")

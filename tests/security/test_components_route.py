@@ -3,6 +3,8 @@ one GET (an <img> on any page a local browser opens) ran a module's code in the 
 module that exits stopped it. Against a real `xcviz serve`, with modules planted on its path."""
 import http.client
 
+import pytest
+
 from tests.security.conftest import serve
 from tests.security.test_auth import _login
 
@@ -15,6 +17,7 @@ def _get(port: int, path: str, cookie: str = "") -> int:
     return status
 
 
+@pytest.mark.slow
 def test_a_components_url_imports_no_module_and_cannot_stop_the_server(tmp_path):
     planted = tmp_path / "planted"
     planted.mkdir()
@@ -34,6 +37,7 @@ def test_a_components_url_imports_no_module_and_cannot_stop_the_server(tmp_path)
     assert "Beautiful is better than ugly" not in log.read_text(errors="replace")
 
 
+@pytest.mark.slow
 def test_components_ask_for_the_login(tmp_path):
     url = "/components/panel.models.tabulator/DataTabulator/__css__/x"
     with serve(["--home", str(tmp_path / "home")], tmp_path / "serve.log",

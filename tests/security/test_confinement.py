@@ -3,6 +3,7 @@
 error, in the page or the CLI, shows what a file holds."""
 import json
 
+import pytest
 from bokeh.document import Document
 
 from xcviz.runs.launcher import wait
@@ -46,6 +47,7 @@ def test_a_test_file_linked_outside_the_data_folders_is_refused(tmp_path, small_
     assert dashboard.store.list() == []  # nothing launched, nothing read
 
 
+@pytest.mark.slow
 def test_resume_checks_the_folders_again(tmp_path, small_xc, xcviz_cli):
     """A run launched inside the folders whose file is later replaced by a link leading out (same
     bytes, so only confinement can tell) is not resumed."""
@@ -65,6 +67,7 @@ def test_resume_checks_the_folders_again(tmp_path, small_xc, xcviz_cli):
     assert dashboard.store.get(run)["status"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_no_error_shows_file_contents(tmp_path, xcviz_cli):
     """The CLI may launch any file of the local user's, but what it reports never echoes the file:
     not a header, not a token of a data line."""

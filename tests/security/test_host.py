@@ -25,6 +25,7 @@ def _get(port: int, host: str, path: str = "/dashboard") -> tuple[int, str]:
     return response.status, response.read().decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_only_the_server_own_host_names_are_served(tmp_path):
     log = tmp_path / "server.log"
     with serve(["--home", str(tmp_path / "home"), "--allow-host", "xcviz.example"], log) as (_proc, port):
@@ -49,6 +50,7 @@ def test_only_the_server_own_host_names_are_served(tmp_path):
     assert server_errors(log) == []
 
 
+@pytest.mark.slow
 def test_a_configured_address_is_accepted_and_nothing_else(tmp_path):
     with serve(["--home", str(tmp_path / "home")], tmp_path / "log", address="127.0.0.2") as (_proc, port):
         connection = http.client.HTTPConnection("127.0.0.2", port, timeout=30)
@@ -78,6 +80,7 @@ def _shows_dashboard(page, url: str) -> bool:
     return "Compare" in page_text(page)
 
 
+@pytest.mark.browser
 def test_a_page_reached_through_a_rebinding_name_gets_nothing(tmp_path):
     with serve(["--home", str(tmp_path / "home")], tmp_path / "log") as (_proc, port), \
             _rebinding_browser() as page:
@@ -87,6 +90,7 @@ def test_a_page_reached_through_a_rebinding_name_gets_nothing(tmp_path):
         page.screenshot(path=str(ARTIFACTS / "host-rebinding-refused.png"))
 
 
+@pytest.mark.browser
 def test_bare_panel_serve_of_the_app_refuses_foreign_hosts(tmp_path):
     """`panel serve apps/dashboard.py` checks no Host itself: the app refuses to build the page."""
     port = free_port()

@@ -11,12 +11,16 @@ import re
 import time
 from contextlib import redirect_stdout
 
+import pytest
+
 from tests.security.conftest import serve, server_errors
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from xcviz.cli import main
 from xcviz.app.report import build_report
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
+
+pytestmark = pytest.mark.browser
 
 TRAIN = '<img src=x onerror="window.__xss=1">'  # a data file name prefix: the page names its runs after it
 GONE = '<img src=x onerror="window.__xss=2">gone'  # a data file deleted after the page opened

@@ -31,6 +31,7 @@ def reference(bibtex):
             "p@k": [100 * metrics.precision_at_k(test.Y, topk, k) for k in (1, 3, 5)]}
 
 
+@pytest.mark.slow
 def test_liblinear_reference_matches_the_measured_figures(reference):
     np.testing.assert_allclose(reference["p@k"], [63.90, 38.81, 28.02], atol=0.05)
 

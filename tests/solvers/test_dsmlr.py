@@ -116,6 +116,7 @@ def bibtex_runs():
 ACCURACY_BOUND = {"sync": 0.5, "async": 1.5, "lc": 0.5}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async", "lc"])
 def test_every_mode_reaches_the_lbfgs_optimum_on_bibtex(bibtex_runs, mode):
     best, best_acc = bibtex_runs["lbfgs"]
@@ -155,6 +156,7 @@ def test_a_background_run_trains_and_summarises(tmp_path):
 
 # ---- Dask
 
+@pytest.mark.cluster
 def test_a_background_run_with_a_cluster_spec_trains_sync_on_dask(tmp_path):
     """The run spec's `cluster` reaches DS-MLR: local:2x1 starts a Dask LocalCluster for the run;
     the stored model is the threads sync model; other modes are refused on a cluster."""
@@ -198,6 +200,7 @@ def client():
         os.environ.update(before)
 
 
+@pytest.mark.cluster
 def test_dask_sync_is_the_threads_sync_model(client, small):
     X, Y = small
     p = DsmlrParams(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)
@@ -210,6 +213,7 @@ def test_dask_sync_is_the_threads_sync_model(client, small):
     assert (it[it.iteration == 3]["bytes_moved"] > 0).all()  # W blocks travelled between the workers
 
 
+@pytest.mark.cluster
 def test_dask_sync_asks_the_scheduler_for_its_workers_not_the_clients_cache(client, small, monkeypatch):
     """The client's periodic refresh caches an identity without workers; read between a fresh
     fetch and the read, it made a run fail at start ("no workers") or mid-wait ("worker left the
@@ -241,6 +245,7 @@ class _KillingSink(SqliteSink):
             os.kill(self.pid, signal.SIGKILL)
 
 
+@pytest.mark.cluster
 def test_a_killed_dask_worker_fails_the_run_cleanly(client, small, tmp_path):
     """Fails cleanly, by design: the killed worker's row blocks were scattered to it and cannot
     be recomputed. The store keeps whole batches only, and the run can start again."""

@@ -108,6 +108,7 @@ def test_a_part_changed_after_sharding_is_refused_naming_it(data, tmp_path):
     assert str(first) in str(err.value)
 
 
+@pytest.mark.cluster
 def test_sharded_dask_sync_is_the_unsharded_model_without_the_driver_reading_a_part(data, client, tmp_path,
                                                                                     monkeypatch):
     """The workers (processes of their own) read the parts and evaluate the test parts; in the
@@ -157,6 +158,7 @@ def test_a_sharded_test_split_is_evaluated_part_by_part_to_the_numbers_of_the_wh
         assert ("accuracy" in parts) == (solver == "dsmlr")  # the replicated test split is multiclass
 
 
+@pytest.mark.cluster
 def test_cli_shards_then_trains_on_a_cluster(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XCVIZ_CACHE", str(tmp_path / "cache"))
     train, test = split(generate(300, 30, 8, multiclass=True, avg_nnz=6, seed=3), 0.3, seed=1)

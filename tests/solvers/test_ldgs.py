@@ -199,6 +199,7 @@ def test_load_model_reads_the_description_once_so_a_save_in_between_cannot_mix_t
     np.testing.assert_array_equal(back.predict_topk(test.X, 3)[0], embedding.predict_topk(test.X, 3)[0])
 
 
+@pytest.mark.slow
 def test_a_step_size_that_blows_the_model_up_fails_the_run_and_says_what_to_change(bibtex):
     """The learned embedding with the cross-entropy at eta0 = 1 on Bibtex: the objective went to
     1e75 then NaN within an epoch (mips, then with Q = 39), and the run used to end as if it had
@@ -232,6 +233,7 @@ def test_cli_trains_ldgs_on_multilabel_bibtex(capsys, tmp_path):
     assert code == 2 and "gradient" in err
 
 
+@pytest.mark.slow
 def test_a_background_run_through_the_store(tmp_path):
     store = RunStore(tmp_path)
     spec = RunSpec(dataset="bibtex", solver="ldgs", params={"epochs": 1, "dim": 16, "records_per_epoch": 2,
@@ -304,6 +306,7 @@ def test_the_block_indexes_spread_packed_live_rows_over_every_cluster():
     assert live_per_cluster.max() <= 5 * 600 / 50, live_per_cluster.max()
 
 
+@pytest.mark.slow
 def test_decomp_is_as_accurate_as_exact_on_bibtex():
     """The paper's claim on the bundled data, with the defaults (B = 4 blocks of 32 SVD components
     dealt in turn, T = 1, Q = 13): after 3 epochs decomp's P@1 on the whole test split is within half
@@ -317,6 +320,7 @@ def test_decomp_is_as_accurate_as_exact_on_bibtex():
     assert p1["decomp"] > p1["exact"] - 0.5, p1
 
 
+@pytest.mark.slow
 def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
     """A kernel's first call compiles it (seconds, on a fresh checkout) or loads it from numba's
     cache: LDGS does that on a tiny problem before its clock starts, so that a Compare of estimators

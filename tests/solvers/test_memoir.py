@@ -194,6 +194,7 @@ def _separable(n=600, C=20, D=400, seed=0):
     return X, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["l2", "l1"])
 def test_exact_oracle_separates_separable_data(variant):
     X, y = _separable()
@@ -243,6 +244,7 @@ def test_the_model_does_not_depend_on_the_thread_count(small):
     assert (one != two).nnz == 0
 
 
+@pytest.mark.slow
 def test_multilabel_rows_are_replicated_and_l1_is_sparser_on_bibtex():
     train, _ = load("bibtex")
     Xr, yr = replicate_multiclass(train.X, train.Y)
@@ -271,6 +273,7 @@ def test_bad_input_is_refused_with_a_clear_error(small):
 SECTOR = Path(__file__).resolve().parents[3] / "shared" / "data" / "sector_pdsparse_partial"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SECTOR.exists(), reason="shared data folder not present")
 def test_sector_is_a_real_multiclass_check():
     """Train on sector's 865 held-out rows (105 classes), test on its 961 test rows; no published
@@ -309,6 +312,7 @@ def test_a_fold_of_the_store_keeps_the_oracle_index_consistent(name):
     assert np.array_equal(kept.query(Q, exclude), fresh.query(Q, exclude))
 
 
+@pytest.mark.slow
 def test_a_decay_past_float32_keeps_the_hnsw_oracle_searching(monkeypatch):
     """MEMOIR's l2 steps with the paper's lam = 1 and large batches shrink W past 1e-38 within 20
     epochs. The HNSW oracle reads rows in the units it was built in (divided by the product of the
@@ -340,6 +344,7 @@ def test_the_exact_oracle_stays_exact_between_index_updates(small):
     assert (it["oracle_recall"] == 1.0).all() and (it["margin_error"] == 0.0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("oracle", list(ORACLES))
 @pytest.mark.parametrize("variant", ["l2", "l1"])
 def test_recording_does_not_change_the_model(small, oracle, variant):

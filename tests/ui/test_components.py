@@ -211,6 +211,7 @@ def test_runs_table_column_types_do_not_depend_on_the_rows(tmp_path):
     assert frames[0]["ETA s"].dtype.kind == "f" and frames[0]["accuracy"].dtype.kind == "f"
 
 
+@pytest.mark.slow
 def test_interactions_stay_quick_with_20_runs_of_100k_records(tmp_path):
     """The precise 200 ms check runs under load in benchmarks/dashboard.py; here a generous bound."""
     fill_store(RunStore(tmp_path), runs=20, records=100_000)

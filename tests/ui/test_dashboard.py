@@ -7,6 +7,8 @@ import sys
 import time
 import urllib.request
 
+import pytest
+
 from tests.ui.browser import ARTIFACTS, browser_page, cut_cells, page_text as _text
 from tests.ui.conftest import free_port, server_errors, start_server
 from xcviz.runs.store import RunStore
@@ -17,6 +19,7 @@ def _records_shown(body: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+@pytest.mark.browser
 def test_compare_two_initializers_live_and_the_runs_outlive_browser_and_server(tmp_path, home):
     """Bibtex, zero against MSI, launched from the page (the logistic loss with C = 100 and eps =
     1e-5 set on the page keeps each run training for several seconds). Once they train, close the
@@ -85,6 +88,7 @@ def test_compare_two_initializers_live_and_the_runs_outlive_browser_and_server(t
     assert server_errors(tmp_path / "second.log") == []
 
 
+@pytest.mark.browser
 def test_cancel_a_ticked_run_from_the_page(server, home):
     with browser_page(1300, 1000) as (page, errors):
         page.goto(server)

@@ -84,6 +84,7 @@ def test_the_objective_figure_draws_each_problems_lbfgs_optimum(store):
     assert one["label"] == ["L-BFGS best (lbfgs-1e-3)"]
 
 
+@pytest.mark.browser
 def test_the_served_page_shows_the_reference_line(store, tmp_path):
     store, runs = store
     proc, url = start_server(store.home, tmp_path / "server.log")

@@ -163,6 +163,7 @@ def _lines(page, title: str, names: set[str], seconds: float = 30) -> dict | Non
     return lines
 
 
+@pytest.mark.browser
 def test_the_served_page_opens_on_the_newest_comparison_then_shows_what_compare_launches(finished, home, tmp_path):
     """Served and in chromium: the page opens with the comparison's two rows ticked, the others not,
     and the nnz(w) figure drawing each run's medians (numbers a wrong run, or none, would not give);

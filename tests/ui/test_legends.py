@@ -1,6 +1,8 @@
 """Legends below the figures: as many entries a row as the longest name allows. Three run names of
 about 20 characters, in rows of three, were cut at the figure's edge and widened the page beyond
 the window (`bibtex-memoir-si`, a page 1494 px wide in a 1440 px window)."""
+import pytest
+
 from tests.ui.browser import ARTIFACTS, browser_page
 from tests.ui.conftest import server_errors, start_server
 from tests.ui.test_first_view import _finished
@@ -24,6 +26,7 @@ def test_legend_rows_hold_what_fits():
     assert legend_columns([]) == 3
 
 
+@pytest.mark.browser
 def test_three_long_run_names_keep_the_page_within_the_window(home, tmp_path):
     store = RunStore(home)
     for init, name in NAMES.items():

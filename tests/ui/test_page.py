@@ -25,6 +25,8 @@ from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 
+pytestmark = pytest.mark.browser
+
 # every figure on the page now (a figure of a tab that is not open, which the page's Bokeh document
 # still holds with the data it had when the tab closed, is left out): its title, ranges, whether it
 # is shown, the finite extent of the data its visible glyphs draw, and the labels its legends show

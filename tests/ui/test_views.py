@@ -10,6 +10,8 @@ from benchmarks.dashboard import fill_store
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
 from xcviz.runs.store import RunStore
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture
 def prepared(home):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Iterator
 
+from .._util.extras import require
 from ..engine.threads import max_threads
 
 MAX_LOCAL_WORKERS = 64
@@ -128,11 +129,13 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
     client stops a local cluster with it. Raises ClusterError with the address and the cause.
     scratch: the local cluster's workers' folder (Dask's default is the shared /tmp/dask-scratch-space,
     which whoever made it first controls)."""
+    require("distributed", "dask", f"cluster {choice.text!r}")
     import dask
     from distributed import Client
 
     t0 = time.monotonic()
     if choice.kind == "local":
+        require("cryptography", "dask", f"cluster {choice.text!r} (its TLS certificates)")
         try:  # loopback and TLS only (security=True: Security.temporary(), shared by the client and the
             # cluster it starts); no Dask dashboard, its HTTP server on a free loopback port with no routes
             # (LOCAL_CONFIG); one Dask thread per worker process

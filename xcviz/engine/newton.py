@@ -18,12 +18,19 @@ passes nor on the number of threads. Pass X's indptr as uint64 and its indices a
 unsigned indices numba drops the negative-index wraparound checks from the inner loops, which
 halves their cost. Per-iteration diagnostics are written into a preallocated (label x iteration x
 field) array; per-label summaries into a (label x field) array.
+
+The arguments that travel together reach `train_block` as named tuples (numba compiles their field
+reads away): the training rows (`indptr`, `indices`, `data`, `colsum`: the solvers' `TrainingRows`),
+the `Positives` of each label, the `Settings` and the `Workspace`.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from .atomic import fetch_add
 from .clock import monotonic_ns
+from .positives import Positives  # noqa: F401  (the drivers pass K.Positives)
 
 SQUARED_HINGE = 0
 LOGISTIC = 1
@@ -48,6 +55,37 @@ _ETA = 0.01
 _MAX_LINESEARCH = 20
 _COPY_SHARE = 3  # a worker's copy of the active rows holds 1/_COPY_SHARE of X's entries (compact_capacity)
 SLOTS = 4  # labels a worker trains together, sharing each pass over X (the width of _xv_slots)
+
+
+class Settings(NamedTuple):
+    """The solver's constants, the same for every label of a run."""
+
+    loss: int            # SQUARED_HINGE or LOGISTIC
+    C: float
+    eps: float           # stopping tolerance (module docstring)
+    cg_eps: float
+    max_iter: int
+    reg_bias: bool       # the bias weight in the regulariser
+    bias_index: int      # the bias feature's column, -1 without one
+    bias_weight: float   # INIT_BIAS's starting bias weight
+    msi_s: float         # INIT_MSI's target margins of the positives' and the negatives' means
+    msi_t: float
+
+
+class Workspace(NamedTuple):
+    """The arrays `train_block`'s workers train in (see `workspace`), the first axis the worker."""
+
+    wsd: np.ndarray      # SLOTS labels' dense vectors: g s r d hd z M - psum
+    wsn: np.ndarray      # their per-row vectors: y, X w, Hessian weights
+    act: np.ndarray      # their active sets
+    cptr: np.ndarray     # their row pointers into the copy of the active rows
+    cidx: np.ndarray     # the copy buffer: indices and values
+    cval: np.ndarray
+    V: np.ndarray        # the columns and results of the shared pass (`_xv_slots`)
+    XV: np.ndarray
+    istate: np.ndarray   # the slots' integer and float state
+    fstate: np.ndarray
+    counter: np.ndarray  # the next label to take, shared by the workers
 
 
 @njit(cache=True, nogil=True)
@@ -462,10 +500,12 @@ def _msi_start(w, psum, npos, n, xbar, s_target, t_target):
 
 
 @njit(cache=True, nogil=True)
-def _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C, eps,
-                 bias_index, bias_weight, msi_s, msi_t, w, y, psum):
+def _label_setup(b, rows, positives, labels, init_mode, init_vec, settings, w, y, psum):
     """Label `labels[b]`'s targets y and starting point w; returns (||g(0)||, stopping tolerance,
     number of positives)."""
+    indptr, indices, data, colsum = rows.indptr, rows.indices, rows.data, rows.colsum
+    pos_ptr, pos_rows = positives.ptr, positives.rows
+    loss, C, eps, bias_index = settings.loss, settings.C, settings.eps, settings.bias_index
     n = indptr.shape[0] - 1
     dim = w.shape[0]
     lab = labels[b]
@@ -488,7 +528,7 @@ def _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode,
         g0 += gj * gj
     gnorm0 = np.sqrt(g0)
     if init_mode == INIT_MSI:
-        _msi_start(w, psum, npos, n, init_vec, msi_s, msi_t)
+        _msi_start(w, psum, npos, n, init_vec, settings.msi_s, settings.msi_t)
     elif init_mode == INIT_VECTOR:
         for j in range(dim):
             w[j] = init_vec[j]
@@ -496,7 +536,7 @@ def _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode,
         for j in range(dim):
             w[j] = 0.0
         if init_mode == INIT_BIAS and bias_index >= 0:
-            w[bias_index] = bias_weight
+            w[bias_index] = settings.bias_weight
     tol = eps * max(1, min(npos, n - npos)) / n * gnorm0
     return gnorm0, tol, npos
 
@@ -564,9 +604,8 @@ _ITERATING = 2
 
 
 @njit(cache=True, nogil=True)
-def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C, eps,
-                 cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out, rec, summ,
-                 counter, wsd, wsn, act, cptr, cidx, cval, V, XV, istate, fstate):
+def _train_slots(rows, dim, positives, labels, init_mode, init_vec, settings, t0_ns, record, W_out, rec, summ,
+                 work, worker):
     """One worker's share of a block: SLOTS labels at a time, in rounds, in the worker's part of
     the block's workspace (`workspace`).
 
@@ -579,6 +618,12 @@ def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mod
     that of `newton`, operation for operation, so its weights do not depend on the slot, the other
     labels or the thread count. Recorded seconds of a label: its own work plus an equal share of
     each pass it took part in."""
+    indptr, indices, data = rows.indptr, rows.indices, rows.data
+    loss, C, cg_eps, max_iter = settings.loss, settings.C, settings.cg_eps, settings.max_iter
+    reg_bias, bias_index = settings.reg_bias, settings.bias_index
+    wsd, wsn, act, cptr = work.wsd[worker], work.wsn[worker], work.act[worker], work.cptr[worker]
+    cidx, cval, V, XV = work.cidx[worker], work.cval[worker], work.V[worker], work.XV[worker]
+    istate, fstate, counter = work.istate[worker], work.fstate[worker], work.counter
     n = indptr.shape[0] - 1
     n_labels = labels.shape[0]
     for q in range(SLOTS):
@@ -600,9 +645,8 @@ def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mod
                     exhausted = True
                 else:
                     w = W_out[b]
-                    g0, tq, npos = _label_setup(b, indptr, indices, data, pos_ptr, pos_rows, labels, init_mode,
-                                                init_vec, colsum, loss, C, eps, bias_index, bias_weight, msi_s, msi_t,
-                                                w, wsn[q, 0], wsd[q, 8])
+                    g0, tq, npos = _label_setup(b, rows, positives, labels, init_mode, init_vec, settings, w,
+                                                wsn[q, 0], wsd[q, 8])
                     summ[b, 2] = npos
                     gnorm0[q] = g0
                     tol[q] = tq
@@ -690,7 +734,7 @@ def _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mod
                 state[q] = _EMPTY
 
 
-def workspace(n: int, dim: int, nnz: int, n_workers: int, index_dtype) -> tuple:
+def workspace(n: int, dim: int, nnz: int, n_workers: int, index_dtype) -> Workspace:
     """The arrays `train_block`'s workers train in, allocated here rather than in the kernel (a
     kernel that allocates makes every fresh process import numba's array library when it loads
     it: BENCHMARKS.md, "Kernel loading"); per worker: SLOTS labels' dense vectors (g s r d hd z M
@@ -699,40 +743,36 @@ def workspace(n: int, dim: int, nnz: int, n_workers: int, index_dtype) -> tuple:
     the shared pass (`_xv_slots`), and the slots' integer and float state; then the shared label
     counter. Reusable across blocks of the same problem."""
     cap = nnz // _COPY_SHARE
-    return (np.empty((n_workers, SLOTS, 9, dim)), np.empty((n_workers, SLOTS, 3, n)),
-            np.empty((n_workers, SLOTS, n), np.int64), np.empty((n_workers, SLOTS, n + 1), np.uint64),
-            np.empty((n_workers, cap), index_dtype), np.empty((n_workers, cap)),
-            np.zeros((n_workers, dim, SLOTS)), np.zeros((n_workers, SLOTS, n)),
-            np.zeros((n_workers, 9, SLOTS), np.int64), np.zeros((n_workers, 6, SLOTS)), np.zeros(1, np.int64))
+    return Workspace(np.empty((n_workers, SLOTS, 9, dim)), np.empty((n_workers, SLOTS, 3, n)),
+                     np.empty((n_workers, SLOTS, n), np.int64), np.empty((n_workers, SLOTS, n + 1), np.uint64),
+                     np.empty((n_workers, cap), index_dtype), np.empty((n_workers, cap)),
+                     np.zeros((n_workers, dim, SLOTS)), np.zeros((n_workers, SLOTS, n)),
+                     np.zeros((n_workers, 9, SLOTS), np.int64), np.zeros((n_workers, 6, SLOTS)), np.zeros(1, np.int64))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def train_block(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum,
-                loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t,
-                t0_ns, record, n_workers, W_out, rec, summ, wsd, wsn, act, cptr, cidx, cval, V, XV, istate, fstate,
-                counter):
-    """Train the labels in `labels`; W_out[b] gets label b's weights.
+def train_block(rows, dim, positives, labels, init_mode, init_vec, settings, t0_ns, record, n_workers, W_out, rec,
+                summ, work):
+    """Train the labels in `labels` (of `positives`) on `rows`; W_out[b] gets label b's weights.
 
     n_workers prange iterations each take the next untrained label from a shared atomic counter
-    (dynamic scheduling) and train SLOTS labels at a time (`_train_slots`) in their part of the
-    arrays from `workspace(n, dim, nnz, n_workers, indices.dtype)`. pos_ptr/pos_rows: the rows
-    where each label is positive (CSC of Y). init_vec is the starting vector for INIT_VECTOR and
-    the mean instance for INIT_MSI; colsum = sum of all rows, for the gradient at zero."""
-    counter[0] = 0
+    (dynamic scheduling) and train SLOTS labels at a time (`_train_slots`) in their part of `work`,
+    from `workspace(n, dim, nnz, n_workers, rows.indices.dtype)`. init_vec is the starting vector
+    for INIT_VECTOR and the mean instance for INIT_MSI; rows.colsum = sum of all rows, for the
+    gradient at zero."""
+    work.counter[0] = 0
     for w in prange(n_workers):
-        _train_slots(indptr, indices, data, dim, pos_ptr, pos_rows, labels, init_mode, init_vec, colsum, loss, C,
-                     eps, cg_eps, max_iter, reg_bias, bias_index, bias_weight, msi_s, msi_t, t0_ns, record, W_out,
-                     rec, summ, counter, wsd[w], wsn[w], act[w], cptr[w], cidx[w], cval[w], V[w], XV[w], istate[w],
-                     fstate[w])
+        _train_slots(rows, dim, positives, labels, init_mode, init_vec, settings, t0_ns, record, W_out, rec, summ,
+                     work, w)
 
 
 @njit(cache=True, nogil=True)
-def train_all_negative(indptr, indices, data, dim, colsum, loss, C, eps, cg_eps, max_iter, reg_bias,
-                       bias_index, t0_ns):
+def train_all_negative(rows, dim, loss, C, eps, cg_eps, max_iter, reg_bias, bias_index, t0_ns):
     """The OvA-Primal starting vector: the solution for a label with no positives.
 
     `max_iter` below the default stops it early (the paper's appendix: an exactly converged
     all-negative solution sits on the hinge, where Newton steps are poor)."""
+    indptr, indices, data, colsum = rows.indptr, rows.indices, rows.data, rows.colsum
     n = indptr.shape[0] - 1
     y = -np.ones(n)
     w = np.zeros(dim)

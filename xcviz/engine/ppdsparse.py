@@ -17,12 +17,20 @@ than eps and the last coordinate pass moved no projected gradient by more than e
 
 Every label seeds numba's per-thread generator with seed + label, so results do not depend on
 the number of threads.
+
+The arguments that travel together reach `train_block` as named tuples (numba compiles their field
+reads away): the training rows (`indptr`, `indices`, `data`: the solvers' `TrainingRows`), X's
+`Columns`, the `Positives` of each label and the `Settings`; each worker's `Scratch` reaches
+`solve_label` as one.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from .atomic import fetch_add
 from .clock import monotonic_ns
+from .positives import Positives  # noqa: F401  (the drivers pass K.Positives)
 from .topk import insert_topk
 
 HINGE = 0
@@ -36,6 +44,52 @@ LABEL_FIELDS = ("iterations", "seconds", "n_pos", "objective", "dual_objective",
 STATUS_CONVERGED = 0
 STATUS_MAX_ITER = 1
 STATUS_NAMES = ("converged", "max_iter")
+
+
+class Columns(NamedTuple):
+    """X in CSC with each column's entries sorted by decreasing magnitude (the two-level search)."""
+
+    ptr: np.ndarray
+    row: np.ndarray
+    val: np.ndarray
+
+
+class Settings(NamedTuple):
+    """The solver's constants, the same for every label of a run (the driver's parameters)."""
+
+    loss: int             # HINGE or SQUARED_HINGE
+    C: float
+    lam: float            # l1 weight
+    tau: float            # l2 weight
+    kappa: int            # rows added to the active set per outer iteration
+    passes: int           # coordinate-descent passes per outer iteration
+    draws: int            # samples of the sparsified w in the search, 0: exact search
+    x_threshold: float    # entries of X the search skips
+    eps: float
+    max_iter: int
+    bias_index: int       # the bias feature's column, -1 without one
+    bias_value: float
+    seed: int             # label l's generator starts from seed + l
+
+
+class Scratch(NamedTuple):
+    """One worker's arrays for `solve_label`: zeroed (mark: -1) between labels."""
+
+    alpha: np.ndarray     # per row: dual variables, in the active set, the active set, search scores
+    in_a: np.ndarray
+    active: np.ndarray
+    score: np.ndarray
+    touched: np.ndarray
+    seen: np.ndarray
+    u: np.ndarray         # per feature: X^T diag(y) alpha and its support
+    supp_mark: np.ndarray
+    supp: np.ndarray
+    w_idx: np.ndarray     # w's non-zeros and their sparsified sample
+    w_val: np.ndarray
+    s_idx: np.ndarray
+    s_val: np.ndarray
+    mark: np.ndarray
+    cumulative: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -259,14 +313,16 @@ def _keep_violating(indptr, indices, data, w, y, eps, top_row, found):
 
 
 @njit(cache=True, nogil=True)
-def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, loss, C, lam, tau, kappa, passes,
-                draws, x_threshold, eps, max_iter, bias_index, bias_value, seed, t0_ns, record, rec, summary, w,
-                alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
-                cumulative):
-    """Algorithm 1 for one label (y = +-1 per row).
+def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record, rec, summary, w, scratch):
+    """Algorithm 1 for one label (y = +-1 per row), its generator seeded with `seed`.
 
-    w (zero on entry) is maintained as w(alpha) throughout and holds the solution at the end. All
-    other work arrays are scratch of the right size, zeroed (mark: -1) on entry and left so."""
+    w (zero on entry) is maintained as w(alpha) throughout and holds the solution at the end. The
+    arrays of `scratch` are of the right size, zeroed (mark: -1) on entry and left so."""
+    indptr, indices, data = rows.indptr, rows.indices, rows.data
+    c_ptr, c_row, c_val = columns
+    loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias_value, _ = settings
+    (alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
+     cumulative) = scratch
     t_start = monotonic_ns()
     np.random.seed(seed)
     n = y.shape[0]
@@ -387,11 +443,10 @@ def solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, n_pos, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, pos_rows, labels, loss, C, lam,
-                tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias_value, seed, t0_ns, record,
-                n_workers, W_out, rec, summ):
+def train_block(rows, rownorm2, columns, positives, labels, settings, t0_ns, record, n_workers, W_out, rec, summ):
     """Solve the labels of a block; workers take labels from a shared atomic counter (see newton)."""
-    n = indptr.shape[0] - 1
+    n = rows.indptr.shape[0] - 1
+    pos_ptr, pos_rows = positives.ptr, positives.rows
     dim = W_out.shape[1]
     counter = np.zeros(1, np.int64)
     for _worker in prange(n_workers):
@@ -411,6 +466,8 @@ def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, p
         s_val = np.empty(dim)
         mark = np.full(dim, -1, np.int64)
         cumulative = np.empty(dim)
+        scratch = Scratch(alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val,
+                          mark, cumulative)
         while True:
             b = fetch_add(counter, 0, 1)
             if b >= labels.shape[0]:
@@ -420,7 +477,5 @@ def train_block(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, pos_ptr, p
                 y[i] = -1.0
             for q in range(pos_ptr[lab], pos_ptr[lab + 1]):
                 y[pos_rows[q]] = 1.0
-            solve_label(indptr, indices, data, rownorm2, c_ptr, c_row, c_val, y, pos_ptr[lab + 1] - pos_ptr[lab],
-                        loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index,
-                        bias_value, seed + lab, t0_ns, record, rec[b], summ[b], W_out[b], alpha, in_a, active, score,
-                        touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark, cumulative)
+            solve_label(rows, rownorm2, columns, y, pos_ptr[lab + 1] - pos_ptr[lab], settings, settings.seed + lab,
+                        t0_ns, record, rec[b], summ[b], W_out[b], scratch)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import hnswlib
 import numba
 import numpy as np
 import param
 import scipy.sparse as sp
 
+from .._util.extras import require
 from .indexed import IndexedOracle
 from .sketch import Sketch
 
@@ -64,6 +64,9 @@ class HNSWOracle(IndexedOracle):
         super().__init__(params or HNSWParams(), seed, threads)
 
     def _index(self) -> None:
+        require("hnswlib", "hnsw", "the HNSW oracle")
+        import hnswlib
+
         p = self.params
         C = self.vectors.n_classes
         self._sketch = Sketch(p.sketch_dim, self.vectors.n_features, self.seed)

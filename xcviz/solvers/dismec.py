@@ -92,16 +92,16 @@ def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.nd
     """Train one block of labels on n_threads numba threads (records' wall clock from t0_ns)."""
     rows = data.rows
     work = K.workspace(rows.indptr.shape[0] - 1, data.dim, int(rows.indptr[-1]), n_threads, rows.indices.dtype)
-    K.train_block(rows.indptr, rows.indices, rows.data, data.dim, data.pos_ptr, data.pos_rows, labels, data.init_mode,
-                  data.init_vec, rows.colsum, *data.constants, t0_ns, data.record, n_threads, W, rec, summ, *work)
+    K.train_block(rows, data.dim, K.Positives(data.pos_ptr, data.pos_rows), labels, data.init_mode, data.init_vec,
+                  K.Settings(*data.constants), t0_ns, data.record, n_threads, W, rec, summ, work)
 
 
 def ovap_start(rows, dim: int, bias_index: int, p: DismecParams, t0_ns: int = 0) -> np.ndarray:
     """OvA-Primal's starting vector: the solution of the all-negative problem (15) on the kernel's
     training rows (solvers._onevsall.blocks.training_rows), shared by every label."""
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
-    return K.train_all_negative(rows.indptr, rows.indices, rows.data, dim, rows.colsum, loss, p.C, p.eps, p.cg_eps,
-                                p.ovap_max_iter, p.ovap_regularize_bias, bias_index, t0_ns)
+    return K.train_all_negative(rows, dim, loss, p.C, p.eps, p.cg_eps, p.ovap_max_iter, p.ovap_regularize_bias,
+                                bias_index, t0_ns)
 
 
 def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = None, **options) -> SparseModel:

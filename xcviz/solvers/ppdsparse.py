@@ -104,9 +104,8 @@ class PPDSparseData(NamedTuple):
 def ppdsparse_block(data: PPDSparseData, labels: np.ndarray, W: np.ndarray, rec: np.ndarray, summ: np.ndarray, *,
                     n_threads: int, t0_ns: int) -> None:
     """Train one block of labels on n_threads numba threads (records' wall clock from t0_ns)."""
-    rows = data.rows
-    K.train_block(rows.indptr, rows.indices, rows.data, data.rownorm2, *data.columns, data.pos_ptr, data.pos_rows,
-                  labels, *data.constants, t0_ns, data.record, n_threads, W, rec, summ)
+    K.train_block(data.rows, data.rownorm2, K.Columns(*data.columns), K.Positives(data.pos_ptr, data.pos_rows),
+                  labels, K.Settings(*data.constants), t0_ns, data.record, n_threads, W, rec, summ)
 
 
 def with_bounds(cols: dict, *, n: int, lam: float, tau: float, C: float, loss: str, bias: float) -> dict:
