@@ -23,7 +23,8 @@ class OracleParams(param.Parameterized):
 
 
 def test_launch_panel_follows_the_solver_registry(monkeypatch):
-    monkeypatch.setitem(solvers.SOLVERS, "memoir", solvers.Solver("memoir", OracleParams, None, compare="oracle"))
+    memoir = solvers.Solver("memoir", OracleParams, None, compare="oracle", iter_fields=())
+    monkeypatch.setitem(solvers.SOLVERS, "memoir", memoir)
     panel = LaunchPanel({"bibtex": "bibtex"})
     assert panel.solver.options == list(solvers.SOLVERS)
     assert panel.variants.options == ["zero", "bias", "ovap", "msi"] and panel.variants.value == ["zero", "msi"]
