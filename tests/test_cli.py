@@ -167,6 +167,7 @@ def test_console_script_runs():
     assert out.returncode == 0 and out.stdout.startswith("xcviz ")
 
 
+@pytest.mark.slow
 def test_train_ppdsparse_json(capsys):
     code, out, _ = _run(capsys, "train", "bibtex", "--solver", "ppdsparse", "--lam", "0.3", "--threads", "2", "--json")
     summary = json.loads(out.strip().splitlines()[-1])
@@ -176,6 +177,7 @@ def test_train_ppdsparse_json(capsys):
     assert code == 2 and "unknown parameter" in err and "init" in err
 
 
+@pytest.mark.slow
 def test_train_memoir_json_has_the_multiclass_summary(capsys, tmp_path):
     code, out, _ = _run(capsys, "train", "bibtex", "--solver", "memoir", "--variant", "l1", "--oracle", "hnsw",
                         "--epochs", "1", "--threads", "2", "--json", "--records", str(tmp_path / "rec.jsonl"))

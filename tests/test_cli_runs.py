@@ -28,6 +28,7 @@ def problem(tmp_path_factory):
     return prefix
 
 
+@pytest.mark.slow
 def test_train_pairs_the_test_file_and_wait_json_has_the_keys_of_train_json(capsys, problem, tmp_path):
     code, out, err = _run(capsys, "train", f"{problem}_train.txt", "--threads", "1", "--json")
     assert code == 0 and f"testing on {problem}_test.txt" in err  # said, on stderr

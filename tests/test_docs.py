@@ -38,6 +38,7 @@ def test_the_examples_are_found():
     assert {"quickstart.md", "ldgs.md"} <= {p.name for p in PAGES_WITH_CODE}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(DOCS)))
 def test_page_python_examples_run(page):
     namespace: dict = {}  # one namespace per page, its blocks in order

@@ -40,6 +40,7 @@ def test_dsmlr_refuses_weights_beyond_the_available_memory(monkeypatch):
         xcviz.train(ds, "dsmlr", threads=1, epochs=1, mode="lbfgs")  # 24 copies, 3.8 MB
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):
     """A real process on a file whose W would take twice the memory this machine has available: the
     command fails at once with the sizes, no traceback, no allocation."""

@@ -100,6 +100,7 @@ print(len(cases), worst)
 """
 
 
+@pytest.mark.slow
 def test_the_one_positive_passes_end_when_a_level_ties_with_the_threshold():
     """Scores on a grid put a negative's level exactly at the shared threshold: the passes flipped
     between t and t less one ulp for ever (t = 0.24 here, found by an audit: a numba kernel that

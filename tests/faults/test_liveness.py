@@ -21,6 +21,7 @@ def _reap(proc):
     proc.wait()
 
 
+@pytest.mark.slow
 def test_a_reused_pid_does_not_keep_a_dead_run_running(tmp_path):
     store = RunStore(tmp_path / "home")
     run = launch(RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="reused"), store)

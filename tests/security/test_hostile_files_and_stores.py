@@ -64,6 +64,7 @@ def test_a_named_pipe_is_refused_at_once_wherever_a_file_is_read(tmp_path):
     assert isinstance(error, DatasetFormatError) and "not a regular file" in str(error)
 
 
+@pytest.mark.slow
 def test_resume_from_the_page_of_a_run_whose_data_became_a_pipe_is_refused_at_once(tmp_path, small_xc):
     """The page's Resume checks the inputs on the server's thread: a pipe there froze every page."""
     train, _ = small_xc

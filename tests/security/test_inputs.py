@@ -141,6 +141,7 @@ def test_out_on_an_existing_file_is_refused_before_training(tmp_path, small_xc, 
     assert out.read_text() == "keep me" and not records.exists()  # refused before training began
 
 
+@pytest.mark.slow
 def test_runs_escapes_control_characters_in_names(tmp_path, xcviz_cli):
     from xcviz.runs.store import RunStore
 

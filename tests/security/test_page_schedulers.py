@@ -36,6 +36,7 @@ def _connected(server: socket.socket) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_the_page_offers_only_the_servers_schedulers(tmp_path, small_xc):
     train, _ = small_xc
     plain = Dashboard(RunStore(tmp_path / "home"), data_dirs=[train.parent])

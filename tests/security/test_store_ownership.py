@@ -161,6 +161,7 @@ def test_an_older_store_others_may_read_is_tightened_and_opens(tmp_path, capsys)
     assert (_mode(home), _mode(store.path)) == (0o700, 0o600)
 
 
+@pytest.mark.slow
 @as_root
 def test_a_planted_store_with_a_trigger_never_gets_a_run(tmp_path, monkeypatch, capsys):
     """The auditor's attack: in a folder everyone may write (sticky, like /tmp) another user makes

@@ -143,6 +143,7 @@ def test_cli_json_summary_has_the_keys_of_the_issue(capsys, tmp_path):
     assert main(["train", str(tmp_path / "t_train.txt"), "--solver", "dsmlr", "--mode", "nope"]) == 2
 
 
+@pytest.mark.slow
 def test_a_background_run_trains_and_summarises(tmp_path):
     store = RunStore(tmp_path)
     spec = RunSpec(dataset="bibtex", solver="dsmlr", params={"mode": "sync", "epochs": 2, "lam": 1e-3},

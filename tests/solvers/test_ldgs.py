@@ -120,6 +120,7 @@ def noisy():
     return split(generate(1500, 800, 120, multiclass=True, noise=0.6, seed=3, zipf=0.5), 0.3, seed=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [dict(gradient="decomp", embedding="svd", dim=24),
                                     dict(gradient="exact", embedding="svd", dim=24),
                                     dict(gradient="mips", embedding="learned", dim=12, tanh=True, loss="ce")])

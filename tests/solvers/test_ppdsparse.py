@@ -70,6 +70,7 @@ def test_theorems_hold_on_bibtex_with_the_papers_setting(bibtex_40):
     assert np.all(lab["alpha_l1"] <= lab["alpha_bound_strict"]) and np.all(lab["w_l1"] <= lab["w_bound_strict"])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(8, 40), d=st.integers(2, 15), n_pos=st.integers(1, 6), lam=st.floats(0.01, 1.0),
        loss=st.sampled_from(["hinge", "squared_hinge"]), seed=st.integers(0, 10_000))
@@ -181,6 +182,7 @@ def test_random_sparsification_is_unbiased_with_bounded_variance(nnz, draws, see
     assert np.all(mark == -1)
 
 
+@pytest.mark.slow
 def test_sparsification_on_and_off_give_the_same_precision(bibtex):
     train, test = bibtex
     scores = []

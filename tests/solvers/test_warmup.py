@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from xcviz.data.synthetic import generate
 from xcviz.solvers import memoir
 from xcviz.solvers._driver import Driver
@@ -49,6 +51,7 @@ print(json.dumps(late))
 """
 
 
+@pytest.mark.slow
 def test_after_the_warm_up_training_loads_no_kernel_of_its_own():
     """In a fresh process, every MEMOIR oracle and variant and every DS-MLR mode, recording and
     validating: once the warm-up has run, training calls no kernel for the first time."""

@@ -104,6 +104,7 @@ def test_datasets_are_confined_to_the_data_folders(tmp_path):
             checked_dataset(refused, [data])
 
 
+@pytest.mark.slow
 def test_an_unreadable_dataset_fails_its_run_and_the_page_says_why(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -269,6 +270,7 @@ def test_a_new_figure_reaches_the_page_whole_in_one_message(tmp_path):
     assert list(f1["ys"][0]) == [10.0, 25.0] and "%" in view.plots._figures["macro_f1"].object.yaxis[0].axis_label
 
 
+@pytest.mark.slow
 def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):
     """Opening a tab puts its figures on the page: they must arrive up to date, with no change to a
     model inside them sent apart from the layout change that adds them (as above: Panel can hold that

@@ -114,6 +114,7 @@ def test_cancel_a_ticked_run_from_the_page(server, home):
         store.request_cancel(run["id"])
 
 
+@pytest.mark.slow
 def test_serve_command_binds_and_passes_basic_auth(tmp_path):
     import os
     import urllib.error

@@ -58,6 +58,7 @@ def _references(view: RunView, store: RunStore, shown: list[str]) -> dict:
     return dict(view.plots._sources["objective"][3].data)
 
 
+@pytest.mark.slow
 def test_the_objective_figure_draws_each_problems_lbfgs_optimum(store):
     store, runs = store
     ids = {name: run for run, (name, _) in runs.items()}

@@ -87,6 +87,7 @@ def _launched_without_training(monkeypatch) -> list[str]:
     return made
 
 
+@pytest.mark.slow
 def test_a_page_opened_over_finished_runs_ticks_and_draws_the_newest_comparison(finished, monkeypatch):
     store, ids = finished
     dashboard = _page(store)
@@ -117,6 +118,7 @@ def test_ticks_the_user_changed_stay_through_a_launch(finished, monkeypatch):
     assert set(table.ticked()) == set(ids.values()) and set(dashboard.shown()) == set(ids.values())
 
 
+@pytest.mark.slow
 def test_a_page_opened_while_a_run_trains_shows_it_unticked_and_an_empty_store_the_welcome(finished, tmp_path):
     store, ids = finished
     queued = store.create(_spec("bias"), "queued")  # owned by this process, alive: it counts as training
