@@ -241,13 +241,15 @@ def _row(page, name: str):
 
 
 def _pages(page):
-    """Go through the runs table's pages (it shows five runs a page), from the first."""
+    """Go through the runs table's pages (it shows five runs a page), from the first. A click waits
+    up to 90 s: once in a loaded CI run (a page per xdist worker redrawing its figures on two busy
+    cores) the renderer took the default 30 s to take a click."""
     button = lambda which: page.locator(f'.tabulator-page[data-page="{which}"]').first  # noqa: E731
     if button("first").is_enabled():
-        button("first").click()
+        button("first").click(timeout=90000)
     yield
     while button("next").is_enabled():
-        button("next").click()
+        button("next").click(timeout=90000)
         yield
 
 
