@@ -31,7 +31,7 @@ from numba import njit, prange
 
 from .atomic import fetch_add
 from .clock import monotonic_ns
-from .newton import _hess_vec, _norm, _pcg, _preconditioner, _xv
+from .newton import _norm, _pcg, _preconditioner, _xv
 
 # fold the per-class scale into V below this (the decay per step is 1 - eta K lam, close to 1)
 FOLD_BELOW = 1e-6
