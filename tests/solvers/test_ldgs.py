@@ -143,7 +143,8 @@ def test_training_records_the_diagnostics_and_learns(noisy):
     for field in ("search_recall_mips", "search_recall_decomp", "gradient_cosine", "certified_decomp",
                   "certified_mips", "accuracy", "train_accuracy"):
         assert rec[field].between(0, 1).all(), field
-    assert (rec["gradient_error"] >= 0).all() and (rec["active_set"] > 0).all() and (rec["retrieved"] > 0).all()
+    assert (rec[["gradient_error", "gradient_error_row_mean"]] >= 0).all().all()
+    assert (rec["active_set"] > 0).all() and (rec["retrieved"] > 0).all()
     assert (rec.loc[1:, ["query_seconds", "message_seconds", "update_seconds"]] > 0).all().all()
     assert (rec["rescore_seconds"].fillna(0) == 0).all()  # decomp scores A inside message passing, S_j in the search
     top, _ = model.predict_topk(test.X, k=1)

@@ -11,11 +11,14 @@ from .topk import insert_topk
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def support_stats(grad, U, coef, count, tau2, recall, error, cosine):
+def support_stats(grad, U, coef, count, tau2, recall, error, cosine, error2, norm2):
     """Per sample i: recall[i] = the share of the exact gradient's support (|grad[i]| > tau2) among
     the candidates U[i, :count[i]] (distinct classes); error[i] = the relative l2 error of the
     estimate coef[i, :count[i]] (zero outside U) against grad[i]; cosine[i] = their cosine (0 for a
-    zero estimate). NaN where the exact gradient has no support (recall) or is 0 (error, cosine)."""
+    zero estimate). NaN where the exact gradient has no support (recall) or is 0 (error, cosine).
+    error2[i] and norm2[i] are the squared norms of the error and of grad[i], so that a caller can
+    form the batch's relative error sqrt(sum error2 / sum norm2), which tiny-gradient rows cannot
+    dominate as they dominate the mean of the per-row ratios."""
     n, K = grad.shape
     for i in prange(n):
         support, gg = 0, 0.0
@@ -31,8 +34,10 @@ def support_stats(grad, U, coef, count, tau2, recall, error, cosine):
             ee += e * e
             diff += (e - g) * (e - g)
         recall[i] = found / support if support else np.nan
+        error2[i] = diff + max(gg - inside, 0.0)  # with the mass U misses
+        norm2[i] = gg
         if gg > 0.0:
-            error[i] = np.sqrt((diff + max(gg - inside, 0.0)) / gg)  # with the mass U misses
+            error[i] = np.sqrt(error2[i] / gg)
             cosine[i] = dot / np.sqrt(gg * ee) if ee > 0.0 else 0.0
         else:
             error[i] = np.nan

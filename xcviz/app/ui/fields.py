@@ -58,7 +58,7 @@ FIELDS: dict[str, Field] = {
     "p_at_5": Field("P@5 (sample, %)", False, "percent"),
     "search_recall_mips": Field("mips search recall", False, "share"),
     "search_recall_decomp": Field("decomp search recall", False, "share"),
-    "gradient_error": Field("gradient relative l2 error", True),
+    "gradient_error": Field("gradient relative l2 error (batch)", True),
     "gradient_cosine": Field("gradient cosine vs exact", False),
     "loss_error": Field("loss approximation error", True),
     "retrieved": Field("sum |S_j| per sample", True),

@@ -40,13 +40,13 @@ from .search import ESTIMATORS, Estimate, Estimator, block_bounds
 LOSSES = {"smoothed_margin": MARGIN, "ce": CE}
 ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective", "train_accuracy", "accuracy",
                "train_p_at_1", "p_at_1", "p_at_5", "search_recall", "search_recall_mips", "search_recall_decomp",
-               "gradient_error", "gradient_cosine", "loss_error", "active_set", "retrieved", "certified_mips",
-               "certified_decomp", "query_seconds", "rescore_seconds", "message_seconds", "update_seconds",
+               "gradient_error", "gradient_error_row_mean", "gradient_cosine", "loss_error", "active_set", "retrieved",
+               "certified_mips", "certified_decomp", "query_seconds", "rescore_seconds", "message_seconds", "update_seconds",
                "reindex_seconds", "diagnostic_seconds")
 # the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, training-sample
 # twins of the plotted test metrics, bookkeeping
 UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "train_p_at_1", "search_recall",
-             "certified_mips", "reindex_seconds", "diagnostic_seconds")
+             "gradient_error_row_mean", "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
 
@@ -201,14 +201,22 @@ def class_means(phi: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, K: in
     return W
 
 
-def _support_stats(grad: np.ndarray, est: Estimate, tau2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _support_stats(grad: np.ndarray, est: Estimate, tau2: float) -> tuple[np.ndarray, ...]:
     """Per sample: recall of the exact gradient's support (|g| > tau2) in U, relative l2 error and
-    cosine of the estimated gradient (NaN where the exact gradient is 0)."""
+    cosine of the estimated gradient (NaN where the exact gradient is 0), and the squared norms of
+    the error and of the exact gradient (for the batch's error, `_batch_error`)."""
     n = grad.shape[0]
-    recall, error, cosine = np.empty(n), np.empty(n), np.empty(n)
+    recall, error, cosine, error2, norm2 = (np.empty(n) for _ in range(5))
     support_stats(grad, np.ascontiguousarray(est.U[:n]), np.ascontiguousarray(est.coef[:n]), est.count, tau2,
-                  recall, error, cosine)
-    return recall, error, cosine
+                  recall, error, cosine, error2, norm2)
+    return recall, error, cosine, error2, norm2
+
+
+def _batch_error(error2: np.ndarray, norm2: np.ndarray) -> float:
+    """||g~ - g|| / ||g|| over the whole sample (Frobenius norms): the estimate's error as one step
+    sees it; NaN where the exact gradient is 0 on every row."""
+    total = float(norm2.sum())
+    return float(np.sqrt(error2.sum() / total)) if total > 0.0 else np.nan
 
 
 def _top_precision(S: np.ndarray, pos_ptr: np.ndarray, pos_idx: np.ndarray, k: int) -> np.ndarray:
@@ -258,18 +266,21 @@ class _Diagnostics:
             for kind in {"mips", "decomp", trained}:
                 est = estimators[kind](np.ascontiguousarray(phi[sel]), p_ptr, p_idx, scratch,
                                        with_certificate=kind in ("mips", "decomp"), rng=rng)
-                recall, error, cosine = _support_stats(grad, est, self.p.tau2)
+                recall, error, cosine, error2, norm2 = _support_stats(grad, est, self.p.tau2)
                 if kind in ("mips", "decomp"):
                     add[f"search_recall_{kind}"] = recall
                     add[f"certified_{kind}"] = est.certified.astype(float)
                 if kind == trained:
-                    add.update(search_recall=recall, gradient_error=error, gradient_cosine=cosine,
+                    add.update(search_recall=recall, gradient_error_row_mean=error, gradient_cosine=cosine,
+                               _error2=error2, _norm2=norm2,
                                loss_error=np.abs(est.value - value), active_set=est.n_active.astype(float),
                                retrieved=est.retrieved.astype(float))
             for k, v in add.items():
                 parts.setdefault(k, []).append(v)
+        sums = {k: parts.pop(k) for k in ("_error2", "_norm2")}
         out = {k: float(np.nanmean(np.concatenate(v))) if np.isfinite(np.concatenate(v)).any() else np.nan
                for k, v in parts.items()}
+        out["gradient_error"] = _batch_error(*(np.concatenate(sums[k]) for k in ("_error2", "_norm2")))
         if self.validation is not None:
             Xv, v_ptr, v_idx = self.validation
             quality = self._quality(_scores(W, embed(Xv)), v_ptr, v_idx)
