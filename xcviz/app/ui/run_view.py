@@ -15,6 +15,13 @@ from .references import lbfgs_references
 from ..._util.text import printable, short_name
 
 
+def notebook_extension() -> None:
+    """Load Panel's and Bokeh's JavaScript (and the runs table's) into the notebook itself, to call
+    before showing a `RunView` in Jupyter. Panel's default fetches them from a CDN, so without internet
+    the view stayed blank in JupyterLab; inline, the notebook works offline (and is larger by a few MB)."""
+    pn.extension("tabulator", inline=True)
+
+
 class RunView:
     """`update(rows, shown)` reads what is new for the shown runs and redraws; `follow()` does it
     once a second until every followed run has ended (in a notebook or a served page)."""
