@@ -17,10 +17,10 @@ if __name__ == "__main__":
 import panel as pn  # noqa: E402
 
 from xcviz.app.server import dashboard_page, session_host_allowed  # noqa: E402
+from xcviz.data.folders import data_dirs  # noqa: E402
 
 if session_host_allowed():
-    data_dirs = [d for d in os.environ.get("XCVIZ_DATA_DIRS", "").split(os.pathsep) if d]
     schedulers = [a.strip() for a in os.environ.get("XCVIZ_SCHEDULERS", "").split(",") if a.strip()]
-    dashboard_page(None, data_dirs, schedulers)().servable(title="xcviz")
+    dashboard_page(None, data_dirs(), schedulers)().servable(title="xcviz")
 else:
     pn.pane.Markdown("403: this server does not answer to that Host name.").servable()

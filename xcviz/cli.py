@@ -240,6 +240,17 @@ def _paired_test(dataset: str, test: str | None) -> str | None:
     return test
 
 
+def _in_data_dirs(dataset: str) -> str:
+    """A dataset argument that is neither bundled nor a path, looked up in the data folders
+    ($XCVIZ_DATA_DIRS): `mydata` finds `mydata_train.txt` there, as the page offers it."""
+    from .data.folders import data_dirs, find_training_file
+    from .data.registry import BUNDLED
+
+    if dataset in BUNDLED or Path(dataset).exists():
+        return dataset
+    return find_training_file(dataset, data_dirs()) or dataset
+
+
 def _known_dataset(dataset: str) -> None:
     """Refuse a dataset that is neither bundled nor a path, with the closest bundled name."""
     from .data.registry import BUNDLED
@@ -485,9 +496,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:  # Bokeh's server asserted on it, a traceback
         raise ValueError(f"--port must be from 0 to 65535, not {args.port}")
-    for folder in args.data_dir:
+    from .data.folders import DATA_DIRS_ENV, data_dirs
+
+    folders = data_dirs(args.data_dir)
+    for folder in folders:
         if not Path(folder).is_dir():
-            raise ValueError(f"--data-dir {folder}: no such folder")
+            given = "--data-dir" if folder in args.data_dir else DATA_DIRS_ENV
+            raise ValueError(f"{given} {folder}: no such folder")
     for address in args.allow_scheduler:
         try:
             is_scheduler = parse_cluster(address).kind == "scheduler"
@@ -496,7 +511,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not is_scheduler:
             raise ValueError(f"--allow-scheduler {address[:100]!r}: expected a scheduler address, tcp://HOST:PORT "
                              f"or tls://HOST:PORT")
-    serve(address=args.address, port=args.port, home=args.home, data_dirs=args.data_dir, allow_hosts=args.allow_host,
+    serve(address=args.address, port=args.port, home=args.home, data_dirs=folders, allow_hosts=args.allow_host,
           schedulers=args.allow_scheduler, basic_auth=args.basic_auth, cookie_secret_file=args.cookie_secret_file)
     return 0
 
@@ -653,7 +668,8 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006)")
     p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--data-dir", action="append", default=[], metavar="DIR",
-                   help="a folder whose *_train.txt* files the dashboard offers (repeatable)")
+                   help="a folder whose *_train.txt* files the dashboard offers (repeatable; the folders of "
+                        "$XCVIZ_DATA_DIRS, separated by ':', are added)")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="another Host name the page may be reached by, besides loopback names and --address "
                         "(repeatable); requests naming any other host get 403")
@@ -692,6 +708,8 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     args = build_parser(solver_options=bool({"train", "spec"} & set(words))).parse_args(argv)
     try:
+        if isinstance(getattr(args, "dataset", None), str):
+            args.dataset = _in_data_dirs(args.dataset)
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`xcviz runs | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes

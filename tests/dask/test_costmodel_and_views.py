@@ -10,7 +10,7 @@ from xcviz.records.sinks import MemorySink
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 from xcviz.compute.cluster import worker_addresses
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
-from xcviz.app.ui.figures import run_color
+from xcviz.app.ui.colors import preferred_color as run_color
 from xcviz.app.ui.workers_view import WorkersView, lane_summary
 
 
@@ -51,11 +51,13 @@ def test_lane_summary_and_escaped_names(tmp_path):
     assert "<script>" not in view.table.object and "&lt;script&gt;" in view.table.object
     assert list(view.timeline.y_range.factors) == ["tcp://a:1", "tcp://b:2"]
     np.testing.assert_allclose(view.source.data["left"], [0.0, 0.0, 3.0])
+    first_colour = view.source.data["color"][0]
     # a run's bars in its own colour, the one it has in every other figure, wherever it is listed
     rows = {"r": {"name": "first", "status": "done", "number": 3}, "s": {"name": "second", "status": "done", "number": 4}}
     view.update(rows, ["s", "r"])
     colours = dict(zip(view.source.data["run"], view.source.data["color"]))
-    assert colours == {"first": run_color(rows["r"]), "second": run_color(rows["s"])} and len(set(colours.values())) == 2
+    assert colours["second"] == run_color(rows["s"]) and len(set(colours.values())) == 2
+    assert colours["first"] == first_colour  # a run keeps the colour it was first drawn in
 
 
 @pytest.fixture(scope="module")

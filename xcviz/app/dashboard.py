@@ -165,7 +165,7 @@ class Dashboard:
         if tab == 2:
             self.inspector.show(runs)
         elif tab == 3:
-            self.workers.update(self._rows, list(runs))
+            self.workers.update(self._rows, list(runs), {run: r.color for run, r in runs.items()})
         total = sum(len(r.records.iterations) for r in runs.values())
         text = f"records shown: {total} (runs shown: {len(runs)}, {self._how_shown(bool(runs))})"
         if text != self.status.object:

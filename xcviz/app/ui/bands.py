@@ -7,22 +7,12 @@ import pandas as pd
 
 from ...runs.aggregate import quantile_bands
 
-from .figures import PALETTE, run_color
+from .colors import distinct_colors
 
 
 def run_colors(names) -> dict[str, str]:
-    """A colour per run name, from the name (`figures.run_color`), so a run keeps it in every plot
-    whatever other runs are drawn; a name whose colour an earlier one took gets the next free one."""
-    colors: dict[str, str] = {}
-    for name in names:
-        color = run_color(str(name))
-        start = PALETTE.index(color)
-        for step in range(len(PALETTE)):
-            color = PALETTE[(start + step) % len(PALETTE)]
-            if color not in colors.values():
-                break
-        colors[name] = color
-    return colors
+    """A colour per run name, from the name, distinct among the names (`colors.distinct_colors`)."""
+    return distinct_colors(names)
 
 
 def band_plot(runs: dict[str, pd.DataFrame], field: str, *, by: str = "iteration", label: str | None = None,

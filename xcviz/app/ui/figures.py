@@ -1,4 +1,4 @@
-"""Bokeh figures that the live views update in place, their ranges, ticks and run colours.
+"""Bokeh figures that the live views update in place, their ranges and ticks (run colours: `colors`).
 
 Live plots are built once and then only fed new data: re-creating a figure with a few dozen
 glyphs costs about 0.1 s on the server, twenty runs times eight fields would take seconds. Bokeh
@@ -14,7 +14,6 @@ prints its numbers with one formatter, so no two ticks read the same.
 from __future__ import annotations
 
 import math
-import zlib
 from functools import partial
 from typing import Callable
 
@@ -23,9 +22,6 @@ import panel as pn
 from bokeh.models import CustomJS, CustomJSTickFormatter, FixedTicker, Range1d
 from bokeh.plotting import figure
 
-# Tableau 10: runs numbered one after the other get different colours
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-           "#7f7f7f")
 # one number format for every axis: up to 4 significant digits, and on an axis with a tick beyond
 # 1e5 or below 1e-3, every tick as an exponent (1e-4, 2.5e-4, 1e-3: never "0.001" beside "1e-4")
 _NUMBER = """
@@ -53,13 +49,12 @@ _LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
 _LOG_TICKS = "const value = (t) => Math.pow(10, t);" + _NUMBER
 
 
-def run_color(run: dict | int | str) -> str:
-    """A run's colour wherever it is drawn: from its number in the store (a store row, or that
-    number), so runs made one after the other differ; a name without a store, from its hash."""
-    if isinstance(run, dict):
-        run = run.get("number", run.get("id", ""))
-    index = run if isinstance(run, int) else zlib.crc32(str(run).encode())
-    return PALETTE[index % len(PALETTE)]
+def as_lists(columns: dict) -> dict:
+    """A source's columns as JSON lists (NaN sent as null), not numpy arrays: Bokeh sends each array
+    as a binary buffer of its own, which a served page awaits frame by frame and which JupyterLab's
+    comms garbled (BokehJS read past a buffer's end, "Offset is outside the bounds of the DataView",
+    and stopped applying the view's later updates, so a notebook's live view never grew)."""
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in columns.items()}
 
 
 def locked(fn: Callable) -> Callable:

@@ -7,12 +7,19 @@ import panel as pn
 
 from ...runs.launcher import FINAL
 from ...runs.store import RunStore
-from .figures import run_color
+from .colors import RunColors, preferred_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
 from .references import lbfgs_references
 from ..._util.text import printable, short_name
+
+
+def notebook_extension() -> None:
+    """Load Panel's and Bokeh's JavaScript (and the runs table's) into the notebook itself, to call
+    before showing a `RunView` in Jupyter. Panel's default fetches them from a CDN, so without internet
+    the view stayed blank in JupyterLab; inline, the notebook works offline (and is larger by a few MB)."""
+    pn.extension("tabulator", inline=True)
 
 
 class RunView:
@@ -24,6 +31,7 @@ class RunView:
         self.cache = RecordCache(store)
         self.plots = LivePlots()
         self.positives = PositivesView()
+        self.colors = RunColors()  # a run keeps its colour while this view lives; runs shown together differ
         self._complete: set[str] = set()
         self._callback = None
 
@@ -33,6 +41,7 @@ class RunView:
         text they show beside their figures (a page leaves out those of tabs it does not show).
         Returns the runs as the views see them."""
         runs = {}
+        colors = self.colors.assign({run: preferred_color(rows[run]) for run in shown})
         for run in shown:
             row = rows[run]
             if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
@@ -44,7 +53,7 @@ class RunView:
                     self._complete.add(run)
                 else:
                     self._complete.discard(run)
-            runs[run] = PlotRun(short_name(printable(row["name"])), run_color(row), self.cache.runs[run],
+            runs[run] = PlotRun(short_name(printable(row["name"])), colors[run], self.cache.runs[run],
                                 int(row["total"]))
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
         self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))

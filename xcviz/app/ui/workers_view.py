@@ -21,7 +21,8 @@ from bokeh.plotting import figure
 from ...runs.costmodel import BANDWIDTH, TASK_OVERHEAD, WORKERS, predict_makespan
 from ...runs.launcher import FINAL
 from ...runs.store import RunStore
-from .figures import run_color, style_legend
+from .colors import RunColors, preferred_color
+from .figures import style_legend
 
 _EMPTY = {k: [] for k in ("lane", "left", "right", "run", "worker", "task", "labels", "seconds", "bytes", "color")}
 
@@ -54,6 +55,7 @@ class WorkersView:
         self.tasks: dict[str, pd.DataFrame] = {}
         self._seen: dict[str, int] = {}
         self._complete: set[str] = set()
+        self.colors = RunColors()  # when not given the page's: a run keeps its colour, runs shown together differ
         self.source = ColumnDataSource(dict(_EMPTY))
         self.timeline = figure(title="blocks of labels per worker (a bar per block; gaps are idle time)",
                                y_range=FactorRange(factors=[]), width=width, height=220,
@@ -78,13 +80,16 @@ class WorkersView:
                 self._complete.add(run)
         return self.tasks.get(run, pd.DataFrame())
 
-    def update(self, rows: dict[str, dict], shown: list[str]) -> None:
-        """Show the task timelines of these runs (ids, with their store rows). Nothing is sent to the
-        page when no shown run has new blocks and the runs, names and colours are those drawn (the
-        dashboard calls this on every tick while the tab is open)."""
+    def update(self, rows: dict[str, dict], shown: list[str], colors: dict[str, str] | None = None) -> None:
+        """Show the task timelines of these runs (ids, with their store rows), each in the colour
+        `colors` gives it (the page's live view's), else in one this view gives (`colors.RunColors`,
+        the same as a view given the same runs). Nothing is sent to the page when no shown run has
+        new blocks and the runs, names and colours are those drawn (the dashboard calls this on every
+        tick while the tab is open)."""
+        colors = colors or self.colors.assign({run: preferred_color(rows[run]) for run in shown})
         several = len(shown) > 1
         read = {run: self._read(run, rows[run]) for run in shown}
-        drawn = tuple((run, rows[run]["name"], run_color(rows[run]), len(read[run])) for run in shown)
+        drawn = tuple((run, rows[run]["name"], colors[run], len(read[run])) for run in shown)
         if drawn == self._drawn:
             return
         self._drawn = drawn
@@ -100,7 +105,7 @@ class WorkersView:
             parts.append(pd.DataFrame({"lane": lane, "left": tasks["start"] - t0, "right": tasks["end"] - t0,
                                        "run": name, "worker": tasks["worker"], "task": tasks["task"],
                                        "labels": tasks["labels"], "seconds": tasks["seconds"], "bytes": tasks["bytes"],
-                                       "color": run_color(rows[run])}))  # the run's colour everywhere
+                                       "color": colors[run]}))  # the run's colour everywhere
             summary = lane_summary(tasks)
             tables.append(f"<b>{html.escape(name)}</b>" + summary.to_html(
                 index=False, border=0, classes="xc", float_format=lambda v: f"{v:.3g}", escape=True))
