@@ -49,14 +49,6 @@ _LINEAR_TICKS = "const value = (t) => t;" + _NUMBER
 _LOG_TICKS = "const value = (t) => Math.pow(10, t);" + _NUMBER
 
 
-def as_lists(columns: dict) -> dict:
-    """A source's columns as JSON lists (NaN sent as null), not numpy arrays: Bokeh sends each array
-    as a binary buffer of its own, which a served page awaits frame by frame and which JupyterLab's
-    comms garbled (BokehJS read past a buffer's end, "Offset is outside the bounds of the DataView",
-    and stopped applying the view's later updates, so a notebook's live view never grew)."""
-    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in columns.items()}
-
-
 def locked(fn: Callable) -> Callable:
     """`fn` as a widget callback that may change Bokeh models: in a served page it runs on the next
     tick, under the document lock (Panel delivers button and table events without it); elsewhere

@@ -17,7 +17,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 from ...engine.newton import STATUS_NAMES
 from ...runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
-from .figures import as_lists, fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from ..._util.text import markdown_text
 
@@ -112,7 +112,7 @@ class PositivesView:
         sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
         if sent != self._sent:
             data = self._columns(runs)
-            self.source.data = as_lists(data)
+            self.source.data = data
             self._sent = sent
             view = [(run, name, color) for run, _, name, color in sent]
             follow, self._view = view != self._view, view
@@ -227,10 +227,9 @@ class LabelInspector:
                 continue
             log = field in LOG_TRAJECTORY
             values = steps[field].to_numpy(np.float64)
-            x, y = steps["iteration"].to_numpy(), scaled(values, log)
-            source.data = as_lists({"x": x, "y": y, "v": values})
+            source.data = {"x": steps["iteration"].to_numpy(), "y": scaled(values, log), "v": values}
             set_log(fig.yaxis[0], log, field_label(field))
-            fit(fig, [x], [y], False, log, follow=drawn != self._drawn[i])
+            fit(fig, [source.data["x"]], [source.data["y"]], False, log, follow=drawn != self._drawn[i])
             fig.title.text = f"label {self.label.value}: {field_label(field)}"
         labels = plot_run.records.labels
         row = labels[labels["label"].to_numpy() == self.label.value] if "label" in labels else labels.iloc[:0]

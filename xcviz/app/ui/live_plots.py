@@ -26,7 +26,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 
 from ...runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
-from .figures import as_lists, fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
 from .references import Reference
 from ..._util.text import markdown_text
@@ -72,7 +72,7 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
             points[key].append(value)
         points["run"].append(np.full(n, name, dtype=object))
         points["color"].append(np.full(n, color, dtype=object))
-    points = as_lists({k: np.concatenate(v) if v else np.array([]) for k, v in points.items()})
+    points = {k: np.concatenate(v) if v else np.array([]) for k, v in points.items()}
     return bands, lines, points
 
 
