@@ -83,7 +83,7 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
             return _execute_multiclass(store, run, spec, train, test)
         skip = [p[0] for p in store.pieces(run)]
         sink = SqliteSink(store, run, token)
-        with cluster_client(spec.cluster, spec.threads) as cluster:
+        with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
             template = solver.fit(
                 train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
                 recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
@@ -140,7 +140,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     earlier records are dropped), a cancelled one keeps the model of its last finished batch."""
     store.clear_records(run)
     callbacks = StoreCallbacks(store, run)
-    with cluster_client(spec.cluster, spec.threads) as cluster:
+    with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
         model = get_solver(spec.solver).fit(
             *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=SqliteSink(store, run), run=run, progress=callbacks.progress, stop=callbacks.stop,
