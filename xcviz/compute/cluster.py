@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .._util.extras import require
+from .._util.processes import pid_exists
 from ..engine.threads import max_threads
 
 MAX_LOCAL_WORKERS = 64
@@ -178,17 +179,6 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
     return client, info
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether a process `pid` exists (one of another user's counts: it may not be ours to judge)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_scratch(parent: str | os.PathLike) -> list[Path]:
     """Remove the `xcviz-dask-PID-*` folders in `parent` that are this user's own real folders
     (no symlinks) and whose process PID is gone: a driver killed with -9 never removes its
@@ -200,7 +190,7 @@ def remove_stale_scratch(parent: str | os.PathLike) -> list[Path]:
             st = folder.lstat()
         except OSError:
             continue
-        if match and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not _pid_alive(int(match.group(1))):
+        if match and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not pid_exists(int(match.group(1))):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed

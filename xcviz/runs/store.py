@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .._util.processes import pid_exists
 from .._util.text import printable
 
 SCHEMA_VERSION = 2
@@ -111,15 +112,7 @@ def alive(pid: int | None, host: str | None, start: int | None = None) -> bool:
         return False
     fields = _proc_stat(pid)
     if fields is None:
-        if Path("/proc/self/stat").exists():
-            return False
-        try:  # no /proc: ask the kernel
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return not Path("/proc/self/stat").exists() and pid_exists(pid)  # no /proc: ask the kernel
     if fields[0] == "Z":  # killed, not yet reaped
         return False
     return start is None or int(fields[19]) == int(start)
