@@ -28,7 +28,7 @@ from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers._onevsall.blocks import assemble_rows
 from ..compute.cluster import cluster_client
-from .inputs import check
+from .inputs import check, unchanged
 from .spec import RunSpec
 from .store import CLAIM_VARIABLE, RESUMABLE, RunStore, SqliteSink, StoreError
 from .summary import metric_summary, model_summary, peak_rss_mb
@@ -78,6 +78,7 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
     try:
         spec = RunSpec.from_json(row["spec"], source=f"run {run}")
         train, test = resolve(*check(spec, row["inputs"]))
+        unchanged(row["inputs"], after_reading=True)  # the files read are still those fingerprinted at launch
         solver = get_solver(spec.solver)
         if solver.multiclass:
             return _execute_multiclass(store, run, spec, train, test)
