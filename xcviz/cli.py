@@ -23,6 +23,7 @@ from . import __version__
 from .data.errors import DatasetFormatError
 from .models.sparse import ModelFormatError
 from ._util.extras import MissingExtra
+from ._util.jsontext import TooDeep, loads_bounded
 from ._util.text import printable
 
 if TYPE_CHECKING:
@@ -171,7 +172,9 @@ def _parse_sets(pairs: list[str]) -> dict:
         if not sep or not key.strip():
             raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
         try:
-            value = json.loads(raw)
+            value = loads_bounded(raw)
+        except TooDeep as exc:
+            raise ValueError(f"--set {key}: {exc}") from None
         except json.JSONDecodeError:
             value = raw
         if key in values and values[key] != value:  # the last had won in silence; --C 2 --set C=3 is refused too

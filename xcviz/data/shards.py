@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._util.atomic_write import sync_files, write_atomic
+from .._util.jsontext import TooDeep, loads_bounded
 from .._util.regular_file import open_regular
 from .dataset import Dataset
 from .errors import DatasetFormatError
@@ -167,7 +168,9 @@ def open_shards(folder: str | os.PathLike) -> Shards:
         with open_regular(manifest) as f:
             if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
                 raise DatasetFormatError(str(manifest), None, f"larger than {MAX_MANIFEST_BYTES} bytes")
-            meta = json.loads(f.read().decode("utf-8"))
+            meta = loads_bounded(f.read().decode("utf-8"))
+    except TooDeep as exc:
+        raise DatasetFormatError(str(manifest), None, f"{exc} in a shard manifest") from None
     except OSError as exc:
         raise DatasetFormatError(str(manifest), None, f"cannot read ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
