@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+import scipy.sparse as sp
 
+from xcviz.data.dataset import Dataset
+from xcviz.data.shards import write_shards
 from xcviz.data.synthetic import generate, split
-from xcviz.data.textio import write_xc
+from xcviz.data.textio import write_libsvm, write_xc
 
 SECRET = "s3cret-content"  # planted in crafted files: an error that echoes the file shows it
 
@@ -75,6 +78,22 @@ def _hnsw_m2(folder: Path) -> list[str]:
             "--set", "epochs=1", "--threads", "1"]
 
 
+def _libsvm_pair(folder: Path, test_lines: list[str]) -> list[str]:
+    """A small LIBSVM training file and a test file of `test_lines`, trained on with --test."""
+    train, _ = split(generate(300, 30, 10, avg_labels=2, avg_nnz=6, seed=4), 0.0, seed=4)
+    write_libsvm(folder / "train.svm", train)
+    (folder / "test.svm").write_text("\n".join(test_lines) + "\n")
+    return ["train", str(folder / "train.svm"), "--test", str(folder / "test.svm"), "--threads", "1"]
+
+
+def _sharded_wide(folder: Path) -> list[str]:
+    """A sharded folder whose manifest and parts say L = 5 x 10^6 for 300 rows of 10 labels."""
+    ds = generate(300, 30, 10, avg_labels=2, avg_nnz=6, seed=5)
+    ds = Dataset(X=ds.X, Y=sp.csr_matrix((ds.Y.data, ds.Y.indices, ds.Y.indptr), shape=(ds.n, 5_000_000)))
+    write_shards(ds, folder / "sharded", 2)
+    return ["train", str(folder / "sharded"), "--threads", "1"]
+
+
 CASES = {
     "xz-trailing-garbage": Case(_xz_with_tail, ("bytes after the end of the xz stream",), "train.txt.xz"),
     "xz-stream-padding": Case(_xz_with_padding, None),
@@ -84,6 +103,11 @@ CASES = {
     "spec-deeply-nested": Case(_spec_nested, ("nested", "levels deep", "run spec"), "spec.json"),
     "name-of-many-brackets": Case(_bracket_name, ("no such file",), "missing.txt"),
     "memoir-hnsw-M-2": Case(_hnsw_m2, None),
+    "libsvm-test-feature-700M": Case(lambda f: _libsvm_pair(f, ["1 3:1", "2 700000000:1"]),
+                                     ("D = 700000000", "refused"), "test.svm"),
+    "libsvm-test-unseen-labels": Case(lambda f: _libsvm_pair(f, [f"{1000 + k} 1:1" for k in range(5000)]),
+                                      ("5000 labels the training file never has", "refused"), "test.svm"),
+    "shards-L-5M": Case(_sharded_wide, ("L = 5000000", "refused"), "manifest.json"),
 }
 
 
