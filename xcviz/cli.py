@@ -30,7 +30,12 @@ if TYPE_CHECKING:
     from .models.embedding import EmbeddingModel
     from .models.sparse import SparseModel
 
-GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
+# `xcviz generate`'s peak memory above the imported process: per stored entry (values, indices, the
+# generator's temporaries and the split's copies) and fixed. Measured peak RSS less the bare process's,
+# --d 5000 --labels 1000 --avg-nnz 50: n = 50000, 430 MB; n = 200000, 1367 MB (114 bytes an entry
+# between them). The estimate was 40 bytes an entry, 3-4x low (issue #42).
+GENERATE_BYTES = 120
+GENERATE_FIXED_BYTES = 64 * 2**20
 ERROR_CHARS = 600  # the longest error line the CLI prints
 _USER_ERRORS = (DatasetFormatError, ModelFormatError, MissingExtra, ValueError, KeyError, OSError, TimeoutError,
                 sqlite3.Error, MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
@@ -129,6 +134,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def generate_bytes(n: int, per_row: float) -> float:
+    """The memory `xcviz generate` takes beyond the started process for `n` rows of `per_row`
+    stored entries (features and labels), as measured (GENERATE_BYTES)."""
+    return GENERATE_FIXED_BYTES + GENERATE_BYTES * n * per_row
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
@@ -137,7 +148,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
     labels_a_row = 1 if args.multiclass else min(avg_labels, args.labels)  # a row holds a label once
     per_row = min(args.avg_nnz, args.d) + labels_a_row  # and a feature once
-    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", GENERATE_BYTES * args.n * per_row,
+    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", generate_bytes(args.n, per_row),
                "choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
