@@ -62,15 +62,15 @@ def test_the_cli_refuses_a_model_larger_than_the_machine_in_a_line(tmp_path):
 
 
 def test_generate_refuses_a_data_set_beyond_the_available_memory(monkeypatch, tmp_path, capsys):
-    """`xcviz generate` checks its estimate (40 bytes a stored entry) against the memory available,
-    not the machine's physical memory: a shared machine's other jobs hold the difference."""
+    """`xcviz generate` checks its estimate (64 MiB and 120 bytes a stored entry) against the memory
+    available, not the machine's physical memory: a shared machine's other jobs hold the difference."""
     from xcviz.cli import main
 
-    monkeypatch.setattr(memory_check, "available_bytes", lambda: 1_000_000)  # 1 MB
-    assert main(["generate", str(tmp_path / "small"), "--n", "200", "--d", "50", "--labels", "5"]) == 0  # 0.6 MB
-    assert main(["generate", str(tmp_path / "big"), "--n", "2000", "--d", "50", "--labels", "5"]) == 2  # 6.4 MB
+    monkeypatch.setattr(memory_check, "available_bytes", lambda: 100 * 2**20)  # 100 MiB
+    assert main(["generate", str(tmp_path / "small"), "--n", "200", "--d", "50", "--labels", "5"]) == 0  # 65 MiB
+    assert main(["generate", str(tmp_path / "big"), "--n", "20000", "--d", "50", "--labels", "5"]) == 2  # 190 MiB
     err = capsys.readouterr().err
-    assert "generating --n 2000 with --avg-nnz 75 needs about 0.0 GiB, more than the 0.0 GiB" in err
+    assert "generating --n 20000 with --avg-nnz 75 needs about 0.2 GiB, more than the 0.1 GiB" in err
     assert "choose a smaller --n" in err
     assert not list(tmp_path.glob("big*"))
     # refused by the generator, in a line that names the value (the estimate counts d features a row at most)
