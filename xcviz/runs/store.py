@@ -256,7 +256,9 @@ class RunStore:
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create the run store ({exc})") from None
         database = _check_private(self.path, "database", stat.S_ISREG)
-        if database.st_size == 0 and not (create and time.time() - database.st_mtime < EMPTY_GRACE_SECONDS):
+        wal = Path(f"{self.path}-wal")  # a WAL store's pages may all still be in its log: empty is then fine
+        if (database.st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
+                and not (create and time.time() - database.st_mtime < EMPTY_GRACE_SECONDS)):
             raise StoreError(f"{self.path}: empty file (0 bytes): not a run store, or one truncated; move it "
                              f"away to start a new store here")
         self._identity = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino)
