@@ -23,13 +23,19 @@ from . import __version__
 from .data.errors import DatasetFormatError
 from .models.sparse import ModelFormatError
 from ._util.extras import MissingExtra
+from ._util.jsontext import TooDeep, loads_bounded
 from ._util.text import printable
 
 if TYPE_CHECKING:
     from .models.embedding import EmbeddingModel
     from .models.sparse import SparseModel
 
-GENERATE_BYTES = 40  # per stored entry while generating: values, indices and the generator's temporaries
+# `xcviz generate`'s peak memory above the imported process: per stored entry (values, indices, the
+# generator's temporaries and the split's copies) and fixed. Measured peak RSS less the bare process's,
+# --d 5000 --labels 1000 --avg-nnz 50: n = 50000, 430 MB; n = 200000, 1367 MB (114 bytes an entry
+# between them). The estimate was 40 bytes an entry, 3-4x low (issue #42).
+GENERATE_BYTES = 120
+GENERATE_FIXED_BYTES = 64 * 2**20
 ERROR_CHARS = 600  # the longest error line the CLI prints
 _USER_ERRORS = (DatasetFormatError, ModelFormatError, MissingExtra, ValueError, KeyError, OSError, TimeoutError,
                 sqlite3.Error, MemoryError)  # numpy's says what it could not allocate: a line, not a traceback
@@ -128,6 +134,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def generate_bytes(n: int, per_row: float) -> float:
+    """The memory `xcviz generate` takes beyond the started process for `n` rows of `per_row`
+    stored entries (features and labels), as measured (GENERATE_BYTES)."""
+    return GENERATE_FIXED_BYTES + GENERATE_BYTES * n * per_row
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .data.synthetic import generate, split
     from .data.textio import write_xc
@@ -136,7 +148,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     avg_labels = min(5.0, args.labels) if args.avg_labels is None else args.avg_labels
     labels_a_row = 1 if args.multiclass else min(avg_labels, args.labels)  # a row holds a label once
     per_row = min(args.avg_nnz, args.d) + labels_a_row  # and a feature once
-    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", GENERATE_BYTES * args.n * per_row,
+    check_fits(f"generating --n {args.n} with --avg-nnz {args.avg_nnz:g}", generate_bytes(args.n, per_row),
                "choose a smaller --n")
     ds = generate(args.n, args.d, args.labels, avg_labels=avg_labels, avg_nnz=args.avg_nnz,
                   zipf=args.zipf, multiclass=args.multiclass, noise=args.noise, seed=args.seed,
@@ -171,7 +183,9 @@ def _parse_sets(pairs: list[str]) -> dict:
         if not sep or not key.strip():
             raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
         try:
-            value = json.loads(raw)
+            value = loads_bounded(raw)
+        except TooDeep as exc:
+            raise ValueError(f"--set {key}: {exc}") from None
         except json.JSONDecodeError:
             value = raw
         if key in values and values[key] != value:  # the last had won in silence; --C 2 --set C=3 is refused too

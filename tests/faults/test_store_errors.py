@@ -116,3 +116,36 @@ def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
     store.path.write_bytes(b"not a database" * 100)
     dashboard.refresh()  # the periodic refresh: no exception, an alert
     assert dashboard.store_alert.visible and markdown_text(store.path) in dashboard.store_alert.object
+
+
+@pytest.mark.parametrize("damage", ["empty", "cut-mid-run"])
+def test_an_empty_or_cut_short_store_is_refused_alike_by_every_command(tmp_path, xcviz_cli, capsys, damage):
+    """A store cut short while a run wrote it (its write-ahead log still beside it) was listed, run and
+    all, while `wait` and `resume` found no run; a 0-byte store read as an empty one without a word.
+    Every command now refuses both in the same line, naming the store."""
+    import numpy as np
+
+    from xcviz.runs.store import SqliteSink
+
+    home = tmp_path / "home"
+    store = RunStore(home)
+    held = store.hold()  # a running run's connection: its writes stay in the write-ahead log
+    run = store.create(json.dumps({"dataset": "bibtex"}), "r")
+    for _ in range(5):
+        SqliteSink(store, run).write("iteration", {"label": np.arange(2000), "iteration": np.zeros(2000, int),
+                                                   "elapsed": np.zeros(2000), "objective": np.ones(2000)})
+    store.update(run, status="running")
+    if damage == "empty":  # no log either (a WAL store's pages may all be in its log while the file is empty)
+        held.close()
+    data = store.path.read_bytes()
+    store.path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    if damage == "empty":
+        for log in ("-wal", "-shm"):
+            Path(f"{store.path}{log}").unlink(missing_ok=True)
+    os.utime(store.path, (1, 1))
+    phrase = "empty file (0 bytes)" if damage == "empty" else "truncated"
+    _one_line(xcviz_cli("runs", "--home", home), str(store.path), phrase)
+    for command in (["wait", run], ["resume", run], ["cancel", run]):
+        _one_line(_in_process(capsys, *command, "--home", home), str(store.path), phrase)
+    if damage != "empty":
+        held.close()

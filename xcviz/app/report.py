@@ -184,9 +184,9 @@ def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, by
             frame, _ = store.records(run, kind)
             if kind == "label" and frame.empty:
                 continue
-            base = stem.with_name(f"{stem.name}-{label}-{kind}s")
-            files[base.with_suffix(".csv")] = frame.to_csv(index=False).encode("utf-8")
-            files[base.with_suffix(".json")] = frame.to_json(orient="records").encode("utf-8")
+            base = f"{stem.name}-{label}-{kind}s"  # a name may hold a '.': never `with_suffix` (it cut there)
+            files[stem.with_name(f"{base}.csv")] = frame.to_csv(index=False).encode("utf-8")
+            files[stem.with_name(f"{base}.json")] = frame.to_json(orient="records").encode("utf-8")
     return files
 
 
@@ -209,7 +209,8 @@ def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path
     rewritten over an earlier one never leaves a torn file, nor a mix when the build fails."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    files = {out: build_report(store, runs).encode("utf-8")} | _record_files(store, runs, out.with_suffix(""))
+    stem = out.with_name(out.name.removesuffix(".html"))  # "bibtex C=0.5" stays whole, not "bibtex C=0"
+    files = {out: build_report(store, runs).encode("utf-8")} | _record_files(store, runs, stem)
     return _write_all(files)
 
 

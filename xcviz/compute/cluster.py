@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Iterator
 
 from .._util.extras import require
+from .._util.processes import pid_exists
 from ..engine.threads import max_threads
 
 MAX_LOCAL_WORKERS = 64
@@ -50,6 +54,8 @@ LOCAL_CONFIG = {"distributed.scheduler.http.routes": [], "distributed.worker.htt
                                                         "OPENBLAS_NUM_THREADS": 1}}
 WORKERS_TIMEOUT = 60.0      # seconds a scheduler may take to have at least one worker
 
+SCRATCH_PREFIX = "xcviz-dask-"  # a local cluster's scratch folder: xcviz-dask-PID-RANDOM
+_SCRATCH = re.compile(rf"{SCRATCH_PREFIX}(\d{{1,10}})-[A-Za-z0-9_]+")
 _LOCAL = re.compile(r"local:(\d{1,6})(?:x(\d{1,6}))?")
 _TCP = re.compile(r"(?:tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?):(\d{1,5})")
 
@@ -127,8 +133,9 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
             workers_timeout: float = WORKERS_TIMEOUT, scratch: str | None = None):
     """Start the local cluster or reach the scheduler; returns (Client, ClusterInfo). Closing the
     client stops a local cluster with it. Raises ClusterError with the address and the cause.
-    scratch: the local cluster's workers' folder (Dask's default is the shared /tmp/dask-scratch-space,
-    which whoever made it first controls)."""
+    scratch: the local cluster's folder, its scheduler's and its workers' (Dask's default is the
+    shared $TMPDIR/dask-scratch-space: whoever made it first controls it, and the scheduler opens
+    its `global.lock` there with truncation, following a planted symlink)."""
     require("distributed", "dask", f"cluster {choice.text!r}")
     import dask
     from distributed import Client
@@ -139,7 +146,7 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
         try:  # loopback and TLS only (security=True: Security.temporary(), shared by the client and the
             # cluster it starts); no Dask dashboard, its HTTP server on a free loopback port with no routes
             # (LOCAL_CONFIG); one Dask thread per worker process
-            with dask.config.set(LOCAL_CONFIG):
+            with dask.config.set({**LOCAL_CONFIG, **({"temporary-directory": scratch} if scratch else {})}):
                 client = Client(n_workers=choice.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                 security=True, dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
                                 silence_logs=40, local_directory=scratch)
@@ -172,16 +179,39 @@ def connect(choice: ClusterChoice, threads: int | None = None, *, connect_timeou
     return client, info
 
 
+def remove_stale_scratch(parent: str | os.PathLike) -> list[Path]:
+    """Remove the `xcviz-dask-PID-*` folders in `parent` that are this user's own real folders
+    (no symlinks) and whose process PID is gone: a driver killed with -9 never removes its
+    scratch. Returns the folders removed."""
+    removed = []
+    for folder in Path(parent).glob(f"{SCRATCH_PREFIX}*"):
+        match = _SCRATCH.fullmatch(folder.name)
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if match and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not pid_exists(int(match.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 @contextmanager
-def cluster_client(text: str | None, threads: int | None = None) -> Iterator[tuple[object, ClusterInfo] | None]:
+def cluster_client(text: str | None, threads: int | None = None,
+                   scratch_in: str | os.PathLike | None = None) -> Iterator[tuple[object, ClusterInfo] | None]:
     """`connect` for a `with` block: yields (Client, ClusterInfo), or None for threads (text None);
-    the client (and a local cluster) is closed on the way out."""
+    the client (and a local cluster) is closed on the way out. A local cluster's scratch is an
+    owner-only folder `xcviz-dask-PID-*` made in `scratch_in` (a background run's own folder;
+    default the temporary folder) and removed with the cluster; those left there by killed drivers
+    are removed first."""
     choice = parse_cluster(text)
     if choice is None:
         yield None
         return
-    # the workers' scratch: owner-only, removed with the cluster
-    with tempfile.TemporaryDirectory(prefix="xcviz-dask-", ignore_cleanup_errors=True) as scratch:
+    parent = tempfile.gettempdir() if scratch_in is None else os.fspath(scratch_in)
+    remove_stale_scratch(parent)
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent,
+                                     ignore_cleanup_errors=True) as scratch:
         client, info = connect(choice, threads, scratch=scratch)
         try:
             yield client, info

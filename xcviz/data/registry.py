@@ -15,10 +15,9 @@ import scipy.sparse as sp
 from .dataset import Dataset
 from .errors import DatasetFormatError
 from .shards import Shards, is_sharded, open_shards
+from .sizes import refuse_unused_sizes
 from .textio import detect_format, load_cached, read_libsvm
 
-SPARSE_SLACK = 16  # a training file may declare up to this many times more D (or L) than its body holds
-SMALL_SIZE = 2**20  # ... and any D or L up to this (a dense row of it is 8 MiB)
 
 BUNDLED = ("bibtex", "delicious")
 
@@ -74,8 +73,16 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *, n
         train = _trainable(train) if for_training else train
         if test_path is None:
             return _labelled(train, label_map), None
+        seen = len(label_map)
         test, label_map = read_libsvm(test_path, n_features=n_features, label_map=label_map)
         width = max(train.n_features, test.n_features)
+        if for_training:  # the test file widens what is trained: checked like the training file
+            refuse_unused_sizes(str(test_path), train.n + test.n, {"D": (width, train.X.nnz + test.X.nnz)},
+                                "with the training file's, the")
+            unseen = len(label_map) - seen
+            if unseen > max(UNSEEN_FLOOR, seen):
+                raise DatasetFormatError(str(test_path), None, f"holds {unseen} labels the training file never has "
+                                         f"(it has {seen}): refused (training would allocate for each)")
         return (_labelled(_reshaped(train, width, len(label_map)), label_map),
                 _labelled(_reshaped(test, width, len(label_map)), label_map))
     train = load_cached(train_path, format="xc")
@@ -85,15 +92,13 @@ def load_files(train_path: str | Path, test_path: str | Path | None = None, *, n
     return train, _test_for(train, load_cached(test_path, format="xc"))
 
 
+UNSEEN_FLOOR = 2**10  # a LIBSVM test file may add this many labels unseen in training, or as many as it has
+
+
 def _trainable(train: Dataset) -> Dataset:
-    """A training set whose D and L its rows can use: a header (or a lone LIBSVM index) that
-    declares far more (a 4-row file with D = 10^8) would make every solver allocate for sizes the
-    data never reaches, so it is refused, naming the file and the sizes."""
-    for what, size, entries in (("D", train.n_features, train.X.nnz), ("L", train.n_labels, train.Y.nnz)):
-        if size > max(SMALL_SIZE, SPARSE_SLACK * (entries + train.n)):
-            raise DatasetFormatError(str(train.path), None, f"{what} = {size}, but the file's "
-                                     f"{train.n} rows hold only {entries} entries: refused (training would "
-                                     f"allocate for {size} {'features' if what == 'D' else 'labels'})")
+    """A training set whose D and L its rows can use (`refuse_unused_sizes`)."""
+    refuse_unused_sizes(str(train.path), train.n, {"D": (train.n_features, train.X.nnz),
+                                                   "L": (train.n_labels, train.Y.nnz)})
     return train
 
 

@@ -31,9 +31,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._util.atomic_write import sync_files, write_atomic
+from .._util.jsontext import TooDeep, loads_bounded
 from .._util.regular_file import open_regular
 from .dataset import Dataset
 from .errors import DatasetFormatError
+from .sizes import refuse_unused_sizes
 from .textio import max_size, read_xc, write_xc
 
 MANIFEST = "manifest.json"
@@ -84,13 +86,15 @@ class Shards:
         if self._whole is None:
             try:
                 parts = [self.part(k) for k in range(len(self.parts))]
-                self._whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
-                                      Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name,
-                                      path=str(self.folder))
+                whole = Dataset(X=sp.vstack([p.X for p in parts], format="csr"),
+                                Y=sp.vstack([p.Y for p in parts], format="csr"), name=self.name, path=str(self.folder))
             except MemoryError:
                 raise MemoryError(f"{self.folder}: not enough memory to read its {self.n_rows} rows into this "
                                   "process (DS-MLR's sync on a Dask cluster reads a sharded folder on its workers "
                                   "instead)") from None
+            refuse_unused_sizes(str(self.folder / MANIFEST), whole.n, {"D": (whole.n_features, whole.X.nnz),
+                                                                     "L": (whole.n_labels, whole.Y.nnz)}, "the parts'")
+            self._whole = whole
         return self._whole
 
     @property
@@ -167,7 +171,9 @@ def open_shards(folder: str | os.PathLike) -> Shards:
         with open_regular(manifest) as f:
             if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
                 raise DatasetFormatError(str(manifest), None, f"larger than {MAX_MANIFEST_BYTES} bytes")
-            meta = json.loads(f.read().decode("utf-8"))
+            meta = loads_bounded(f.read().decode("utf-8"))
+    except TooDeep as exc:
+        raise DatasetFormatError(str(manifest), None, f"{exc} in a shard manifest") from None
     except OSError as exc:
         raise DatasetFormatError(str(manifest), None, f"cannot read ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

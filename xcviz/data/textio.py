@@ -33,6 +33,7 @@ from xcviz._util.regular_file import NotARegularFile, open_regular
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _CHUNK_LINES = 4096
+_XZ_READ = 2**16  # compressed bytes read at a time
 _MAX_EXACT = 2**53  # integers from here on are not exact in float64, the fast path's number type
 _MAX_DIGITS = 19  # a longer index (leading zeros aside) is out of every range: refused by its length, not echoed
 MAX_LINE = 64 * 2**20  # characters in one line: far beyond any real row, and a bound on /dev/zero-like input
@@ -88,6 +89,60 @@ class _CheckedReader(io.RawIOBase):
         super().close()
 
 
+class _XzStream(io.RawIOBase):
+    """xz decompression that refuses what `lzma.LZMAFile` skips in silence: bytes after the last
+    stream that are neither stream padding (NUL bytes) nor another whole xz stream. Such a tail is
+    damage or something appended, and its rows would be lost without a word. Raises LZMAError or
+    EOFError, which `_CheckedReader` reports with the file's name."""
+
+    def __init__(self, raw) -> None:
+        super().__init__()
+        self._raw = raw
+        self._decompressor = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        self._pending = b""  # compressed bytes read but not yet given to the decompressor
+        self._tail = False  # whether the current stream follows an ended one and has given nothing yet
+
+    def readable(self) -> bool:
+        return True
+
+    def _next_stream(self) -> bool:
+        """After a stream's end: start the next one; False at the end of the file (padding only)."""
+        rest = self._decompressor.unused_data.lstrip(b"\0")
+        while not rest:
+            more = self._raw.read(_XZ_READ)
+            if not more:
+                return False
+            rest = more.lstrip(b"\0")
+        self._decompressor = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        self._pending, self._tail = rest, True
+        return True
+
+    def _decompress(self, chunk: bytes, size: int) -> bytes:
+        try:
+            out = self._decompressor.decompress(chunk, max_length=size)
+        except lzma.LZMAError:
+            if self._tail:
+                raise lzma.LZMAError("bytes after the end of the xz stream") from None
+            raise
+        self._tail = self._tail and not out
+        return out
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self._decompressor.eof and not self._next_stream():
+                return 0
+            chunk, self._pending = self._pending, b""
+            if not chunk and self._decompressor.needs_input:
+                chunk = self._raw.read(_XZ_READ)
+                if not chunk:
+                    raise EOFError("bytes after the end of the xz stream" if self._tail
+                                   else "the file ends inside an xz stream")
+            out = self._decompress(chunk, len(buffer))
+            if out:
+                buffer[: len(out)] = out
+                return len(out)
+
+
 def open_text(path: str | os.PathLike) -> TextIO:
     """Open a text file for reading, decompressing gzip or xz detected by their magic bytes.
 
@@ -111,7 +166,7 @@ def open_text(path: str | os.PathLike) -> TextIO:
     if magic.startswith(_GZIP_MAGIC):
         reader = _CheckedReader([gzip.GzipFile(fileobj=raw), raw], shown, "corrupt gzip stream")
     elif magic.startswith(_XZ_MAGIC):
-        reader = _CheckedReader([lzma.LZMAFile(raw), raw], shown, "corrupt xz stream")
+        reader = _CheckedReader([_XzStream(raw), raw], shown, "corrupt xz stream")
     else:
         reader = _CheckedReader([raw], shown, "read error")
     # utf-8-sig: a byte order mark at the start (written by some editors) is skipped

@@ -24,6 +24,7 @@ from .._util.atomic_write import STALE_SECONDS, write_atomic
 from ..engine.predict import predict_topk as _predict_topk_kernel
 from ..engine.sparse import prepare_rows
 from ..engine.threads import using_threads
+from .._util.jsontext import loads_bounded
 from .._util.regular_file import open_regular, read_regular_text
 
 FORMAT_VERSION = 1
@@ -52,7 +53,7 @@ def save_folder(folder: str | Path, stem: str, write_arrays, meta: dict) -> Path
     if (folder / "model.json").is_dir():  # refused before the arrays are written, not after
         raise IsADirectoryError(f"{folder / 'model.json'}: a folder where the model's description goes")
     try:
-        previous = json.loads(read_regular_text(folder / "model.json")).get("arrays", "")
+        previous = loads_bounded(read_regular_text(folder / "model.json")).get("arrays", "")
     except (OSError, ValueError, AttributeError):
         previous = ""
     name = f"{stem}-{uuid.uuid4().hex[:16]}.npz"
@@ -82,7 +83,7 @@ def read_folder(folder: str | Path, stem: str | None = None) -> tuple[dict, Path
     retried = False
     while True:
         try:
-            meta = json.loads(read_regular_text(meta_path))
+            meta = loads_bounded(read_regular_text(meta_path))
             if not isinstance(meta, dict):
                 raise ValueError("model.json is not a JSON object")
         except (OSError, ValueError, UnicodeDecodeError) as exc:

@@ -111,9 +111,33 @@ class HNSWOracle(IndexedOracle):
 
     def _candidates(self, X: sp.spmatrix, draw: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         queries = self._sketch(X).astype(np.float32)
-        lists = [graph.knn_query(queries, k=min(self._k, graph.get_current_count()),
-                                 num_threads=numba.get_num_threads())[0]
-                 for graph in self._graphs if graph.get_current_count()]
-        labels = np.hstack(lists) if lists else np.empty((X.shape[0], 0), np.uint64)
-        n, width = labels.shape
-        return np.arange(n + 1, dtype=np.int64) * width, labels.astype(np.int64).ravel()
+        rows = [_search(graph, queries, min(self._k, graph.get_current_count()))
+                for graph in self._graphs if graph.get_current_count()]
+        per_row = [np.concatenate(found) for found in zip(*rows)] if rows else [np.empty(0)] * X.shape[0]
+        indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+        np.cumsum([len(found) for found in per_row], out=indptr[1:])
+        return indptr, (np.concatenate(per_row) if per_row else np.empty(0)).astype(np.int64)
+
+
+def _search(graph, queries: np.ndarray, k: int) -> list[np.ndarray]:
+    """Each query's k nearest classes in `graph`, or as many as the graph's search reaches: with few
+    links per node (hnsw_M = 2) a search can end with fewer than k, and hnswlib then refuses the
+    whole batch ("Cannot return the results in a contiguous 2D array"). Such a batch is asked again
+    row by row, each row for k, k/2, ... classes until its search fills them."""
+    try:
+        return list(graph.knn_query(queries, k=k, num_threads=numba.get_num_threads())[0])
+    except RuntimeError:
+        pass
+    found = []
+    for query in queries:
+        width = k
+        while True:
+            try:
+                found.append(graph.knn_query(query[None, :], k=width, num_threads=1)[0][0])
+                break
+            except RuntimeError:
+                if width == 1:
+                    found.append(np.empty(0, dtype=np.uint64))
+                    break
+                width //= 2
+    return found

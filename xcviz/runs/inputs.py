@@ -101,6 +101,27 @@ def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None, schedulers:
             "files": {str(f): fingerprint(f) for f in files}}
 
 
+def unchanged(recorded: dict, after_reading: bool = False) -> None:
+    """InputError naming the first input file that is gone or whose fingerprint differs from the
+    one recorded at launch. Called before the run reads its inputs, and again once it has read them
+    (`after_reading`): a file rewritten while it was read gave a model of the new file or of a mixture
+    of both (a LIBSVM file has no header whose row count would betray it, as an XC file's does)."""
+    for given, then in (recorded.get("files") or {}).items():
+        now = fingerprint(Path(given)) if Path(given).exists() else None
+        if now is None:
+            raise InputError(f"{given}: the input of this run is gone")
+        same = now["size"] == then["size"] and now["sha256"] == then["sha256"]
+        if not then.get("whole"):
+            same = same and now["mtime_ns"] == then["mtime_ns"]
+        if same:
+            continue
+        if after_reading:
+            raise InputError(f"{given}: changed while the run read it; what was read may mix two versions "
+                             f"of the file (launch a new run once it is written)")
+        raise InputError(f"{given}: changed since the run was launched; resuming would mix models "
+                         f"of two data sets (launch a new run instead)")
+
+
 def check(spec: RunSpec, recorded: dict, schedulers: list[str] | None = None) -> tuple[str, str | None]:
     """Before a run reads its inputs (at launch and at every resume): each still inside the
     folders recorded at launch and unchanged since. Returns what to read, as `registry.resolve`
@@ -115,16 +136,7 @@ def check(spec: RunSpec, recorded: dict, schedulers: list[str] | None = None) ->
             allowed_cluster(spec.cluster, schedulers)
     if folders is not None and not is_bundled:
         files = confined(files, folders)
-    for given, then in (recorded.get("files") or {}).items():
-        now = fingerprint(Path(given)) if Path(given).exists() else None
-        if now is None:
-            raise InputError(f"{given}: the input of this run is gone")
-        same = now["size"] == then["size"] and now["sha256"] == then["sha256"]
-        if not then.get("whole"):
-            same = same and now["mtime_ns"] == then["mtime_ns"]
-        if not same:
-            raise InputError(f"{given}: changed since the run was launched; resuming would mix models "
-                             f"of two data sets (launch a new run instead)")
+    unchanged(recorded)
     if is_bundled:
         return spec.dataset, None
     if is_sharded(spec.dataset):  # the folder (files[0] is its manifest); its own test split unless --test

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import param
 
+from .._util.jsontext import TooDeep, loads_bounded
 from ..engine.threads import max_threads
 from ..solvers import SOLVERS, get_solver, make_params, param_dict
 from ..compute.cluster import parse_cluster
@@ -18,21 +19,6 @@ MAX_DEPTH = 8
 
 class SpecError(ValueError):
     """A run specification that cannot run, naming the field and what is wrong."""
-
-
-def _depth(text: str) -> int:
-    """How deeply the brackets of a JSON text nest (those inside strings count too: an upper bound)."""
-    opened = text.count("[") + text.count("{")
-    if opened <= MAX_DEPTH:
-        return opened
-    depth = deepest = 0
-    for char in text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def check_param_types(solver: str, values: dict) -> None:
@@ -104,11 +90,10 @@ class RunSpec:
         """Parse and validate; errors name the source and the field. A UTF-8 byte order mark is
         skipped; JSON nested deeper than a spec can be is refused before it is parsed."""
         text = text.removeprefix("\ufeff")
-        depth = _depth(text)
-        if depth > MAX_DEPTH:
-            raise SpecError(f"{source}: JSON nested {depth} levels deep; a run spec has at most {MAX_DEPTH}")
         try:
-            raw = json.loads(text)
+            raw = loads_bounded(text, MAX_DEPTH)
+        except TooDeep as exc:
+            raise SpecError(f"{source}: {exc} in a run spec") from None
         except json.JSONDecodeError as exc:
             raise SpecError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(raw, dict):

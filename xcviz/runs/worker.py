@@ -28,7 +28,7 @@ from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers._onevsall.blocks import assemble_rows
 from ..compute.cluster import cluster_client
-from .inputs import check
+from .inputs import check, unchanged
 from .spec import RunSpec
 from .store import CLAIM_VARIABLE, RESUMABLE, RunStore, SqliteSink, StoreError
 from .summary import metric_summary, model_summary, peak_rss_mb
@@ -78,12 +78,13 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
     try:
         spec = RunSpec.from_json(row["spec"], source=f"run {run}")
         train, test = resolve(*check(spec, row["inputs"]))
+        unchanged(row["inputs"], after_reading=True)  # the files read are still those fingerprinted at launch
         solver = get_solver(spec.solver)
         if solver.multiclass:
             return _execute_multiclass(store, run, spec, train, test)
         skip = [p[0] for p in store.pieces(run)]
         sink = SqliteSink(store, run, token)
-        with cluster_client(spec.cluster, spec.threads) as cluster:
+        with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
             template = solver.fit(
                 train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
                 recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
@@ -140,7 +141,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
     earlier records are dropped), a cancelled one keeps the model of its last finished batch."""
     store.clear_records(run)
     callbacks = StoreCallbacks(store, run)
-    with cluster_client(spec.cluster, spec.threads) as cluster:
+    with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
         model = get_solver(spec.solver).fit(
             *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=SqliteSink(store, run), run=run, progress=callbacks.progress, stop=callbacks.stop,
