@@ -242,8 +242,9 @@ def test_records_follow_the_protocol(bibtex_40):
     it, lab = sink.iterations, sink.labels
     assert len(it) == lab["iterations"].sum() and it["iteration"].min() == 1
     for name in ("objective", "dual_objective", "duality_gap", "active_set", "nnz", "nnz_search",
-                 "search_seconds", "solve_seconds", "maintain_seconds", "wall"):
+                 "rows_touched", "search_seconds", "solve_seconds", "maintain_seconds", "wall"):
         assert name in it
     last = it.sort_values("iteration").groupby("label").last()
     np.testing.assert_allclose(last["objective"], lab.set_index("label")["objective"].loc[last.index], rtol=1e-12)
     assert (it["active_set"] >= 0).all() and (it["duality_gap"] > -1e-6).all()
+    assert ((it["rows_touched"] >= 0) & (it["rows_touched"] <= 2 * X.shape[0])).all()
