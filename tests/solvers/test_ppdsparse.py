@@ -242,8 +242,45 @@ def test_records_follow_the_protocol(bibtex_40):
     it, lab = sink.iterations, sink.labels
     assert len(it) == lab["iterations"].sum() and it["iteration"].min() == 1
     for name in ("objective", "dual_objective", "duality_gap", "active_set", "nnz", "nnz_search",
-                 "search_seconds", "solve_seconds", "maintain_seconds", "wall"):
+                 "rows_touched", "search_seconds", "solve_seconds", "maintain_seconds", "wall"):
         assert name in it
     last = it.sort_values("iteration").groupby("label").last()
     np.testing.assert_allclose(last["objective"], lab.set_index("label")["objective"].loc[last.index], rtol=1e-12)
     assert (it["active_set"] >= 0).all() and (it["duality_gap"] > -1e-6).all()
+    assert ((it["rows_touched"] >= 0) & (it["rows_touched"] <= 2 * X.shape[0])).all()
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.1])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hinge_dual_matches_a_scipy_solve_of_the_same_dual(lam, seed):
+    """The hinge dual G(a) = 0.5*||w(a)||^2 - sum a, 0 <= a <= C, w(a) = prox_lam(X^T diag(y) a) (bias
+    column unthresholded), minimised by L-BFGS-B on a small random set: PPDSparse's dual objective
+    reaches scipy's minimum, and its w equals w(a*) of scipy's minimiser."""
+    rng = np.random.default_rng(seed)
+    n, d = 30, 6
+    X = sp.csr_matrix(rng.normal(size=(n, d)))
+    positives = rng.choice(n, 8, replace=False)
+    Y = sp.csr_matrix((np.ones(8), (positives, np.zeros(8, int))), shape=(n, 1))
+    Xb = np.c_[_normalized(X).toarray(), np.ones(n)]  # bias feature 1
+    y = np.where(np.isin(np.arange(n), positives), 1.0, -1.0)
+    A = Xb * y[:, None]
+
+    def w_of(a):
+        u = A.T @ a
+        w = np.sign(u) * np.maximum(np.abs(u) - lam, 0.0)
+        w[-1] = u[-1]
+        return w
+
+    def G(a):
+        w = w_of(a)
+        return 0.5 * w @ w - a.sum(), A @ w - 1.0
+
+    res = minimize(G, np.zeros(n), jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * n,
+                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000})
+    sink = MemorySink()
+    model = fit_ppdsparse(X, Y, PPDSparseParams(loss="hinge", lam=lam, eps=1e-7, max_iter=100_000, seed=seed),
+                          threads=1, recorder=sink)
+    lab = sink.labels.iloc[0]
+    assert lab["converged"]
+    assert abs(lab["dual_objective"] - res.fun) <= 1e-6 * max(1.0, abs(res.fun))
+    np.testing.assert_allclose(np.r_[model.weights.toarray().ravel(), model.bias_weights], w_of(res.x), atol=1e-4)

@@ -37,7 +37,7 @@ HINGE = 0
 SQUARED_HINGE = 1
 
 ITER_FIELDS = ("wall", "seconds", "objective", "dual_objective", "duality_gap", "active_set", "nnz",
-               "nnz_search", "search_seconds", "solve_seconds", "maintain_seconds")
+               "nnz_search", "rows_touched", "search_seconds", "solve_seconds", "maintain_seconds")
 LABEL_FIELDS = ("iterations", "seconds", "n_pos", "objective", "dual_objective", "duality_gap", "alpha_l1",
                 "w_l1", "status", "nnz", "wall")
 
@@ -90,6 +90,8 @@ class Scratch(NamedTuple):
     s_val: np.ndarray
     mark: np.ndarray
     cumulative: np.ndarray
+    top_row: np.ndarray   # per search: the kappa best rows and their violations
+    top_val: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -149,7 +151,8 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
     A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. Columns of X
     are sorted by decreasing |x_ij|, so the two-level sparsification stops a column at the first
     entry below x_threshold. Rows that share no feature with s only see the bias; they are scanned
-    only while the bias alone leaves negatives violating. Returns the number of rows found."""
+    only while the bias alone leaves negatives violating. Returns (rows found, rows touched: the
+    distinct rows reached through a column or read by the bias-only scan)."""
     n_touched = 0
     for q in range(s_nnz):
         j = s_idx[q]
@@ -172,17 +175,20 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
             if violation > eps:
                 found = insert_topk(i, violation, kappa, top_row, top_val, found)
     untouched_negative = 1.0 + bias_w
+    scanned = 0
     if untouched_negative > eps and (found < kappa or untouched_negative > top_val[kappa - 1]):
         for i in range(y.shape[0]):
-            if seen[i] == 0 and in_a[i] == 0 and y[i] < 0:
-                found = insert_topk(i, untouched_negative, kappa, top_row, top_val, found)
-                if found == kappa and top_val[kappa - 1] >= untouched_negative:
-                    break
+            if seen[i] == 0:
+                scanned += 1
+                if in_a[i] == 0 and y[i] < 0:
+                    found = insert_topk(i, untouched_negative, kappa, top_row, top_val, found)
+                    if found == kappa and top_val[kappa - 1] >= untouched_negative:
+                        break
     for t in range(n_touched):
         i = touched[t]
         score[i] = 0.0
         seen[i] = 0
-    return found
+    return found, n_touched + scanned
 
 
 @njit(cache=True, nogil=True)
@@ -195,14 +201,15 @@ def _row_margin(indptr, indices, data, i, w):
 
 @njit(cache=True, nogil=True)
 def _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val):
-    """Exact search row by row: cheaper than by columns once w touches most columns of X."""
+    """Exact search row by row: cheaper than by columns once w touches most columns of X.
+    Returns (rows found, rows touched: all of them)."""
     found = 0
     for i in range(y.shape[0]):
         if in_a[i] == 0:
             violation = 1.0 - y[i] * _row_margin(indptr, indices, data, i, w)
             if violation > eps:
                 found = insert_topk(i, violation, kappa, top_row, top_val, found)
-    return found
+    return found, y.shape[0]
 
 
 @njit(cache=True, nogil=True)
@@ -290,7 +297,7 @@ def _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, l
 def _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a,
                   eps, kappa, score, touched, seen, top_row, top_val):
     """Search with the exact w: by columns (two-level threshold honoured), or by rows when the
-    columns of w would cover more than half of X anyway."""
+    columns of w would cover more than half of X anyway. Returns (rows found, rows touched)."""
     cost = 0
     for q in range(nnz):
         cost += c_ptr[w_idx[q] + 1] - c_ptr[w_idx[q]]
@@ -322,12 +329,10 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
     c_ptr, c_row, c_val = columns
     loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias_value, _ = settings
     (alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val, mark,
-     cumulative) = scratch
+     cumulative, top_row, top_val) = scratch
     t_start = monotonic_ns()
     np.random.seed(seed)
     n = y.shape[0]
-    top_row = np.empty(kappa, np.int64)
-    top_val = np.empty(kappa)
     n_active = 0
     for i in range(n):
         if y[i] > 0:
@@ -352,19 +357,20 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
         t_b = monotonic_ns()
         if draws <= 0 or nnz <= draws:
             s_nnz = nnz
-            found = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
+            found, n_touched = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
                                   x_threshold, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
         else:
             s_nnz = sparsify(w_idx, w_val, nnz, draws, s_idx, s_val, mark, cumulative)
-            found = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
+            found, n_touched = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
                             score, touched, seen, top_row, top_val)
         if s_nnz < nnz or x_threshold > 0.0:
             # an inexact search (sparsified w or thresholded X) only proposes: keep the rows that truly
             # violate, and let only an exact, unthresholded search declare that none is left
             found = _keep_violating(indptr, indices, data, w, y, eps, top_row, found)
             if found == 0:
-                found = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
+                found, n_exact = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
                                       0.0, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
+                n_touched += n_exact
         t_c = monotonic_ns()
         if found == 0 and pg_last <= eps:
             status = STATUS_CONVERGED
@@ -404,9 +410,10 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
             rec[it - 1, 5] = n_active
             rec[it - 1, 6] = nnz_now
             rec[it - 1, 7] = s_nnz
-            rec[it - 1, 8] = (t_c - t_b) * 1e-9
-            rec[it - 1, 9] = (t_d - t_c - maintain_ns) * 1e-9
-            rec[it - 1, 10] = (t_b - t_a + maintain_ns) * 1e-9
+            rec[it - 1, 8] = n_touched
+            rec[it - 1, 9] = (t_c - t_b) * 1e-9
+            rec[it - 1, 10] = (t_d - t_c - maintain_ns) * 1e-9
+            rec[it - 1, 11] = (t_b - t_a + maintain_ns) * 1e-9
             t_prev = t_now
     primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index)
     alpha_l1 = 0.0
@@ -466,8 +473,10 @@ def train_block(rows, rownorm2, columns, positives, labels, settings, t0_ns, rec
         s_val = np.empty(dim)
         mark = np.full(dim, -1, np.int64)
         cumulative = np.empty(dim)
+        top_row = np.empty(settings.kappa, np.int64)
+        top_val = np.empty(settings.kappa)
         scratch = Scratch(alpha, in_a, active, score, touched, seen, u, supp_mark, supp, w_idx, w_val, s_idx, s_val,
-                          mark, cumulative)
+                          mark, cumulative, top_row, top_val)
         while True:
             b = fetch_add(counter, 0, 1)
             if b >= labels.shape[0]:

@@ -32,6 +32,7 @@ FIELDS: dict[str, Field] = {
     "duality_gap": Field("duality gap", True),
     "dual_objective": Field("dual objective", False),
     "nnz_search": Field("nnz of the searched w", False),
+    "rows_touched": Field("rows the search touched (Newton: all N)", False),
     "search_seconds": Field("search seconds", True),
     "solve_seconds": Field("solve seconds", True),
     "maintain_seconds": Field("maintain seconds", True),

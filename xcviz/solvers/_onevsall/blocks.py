@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from ...engine.sparse import prepare_rows, prune_block
 from ...models.sparse import SparseModel
 
-INT_FIELDS = frozenset({"iterations", "n_pos", "status", "nnz", "active_set", "cg_steps", "nnz_search"})
+INT_FIELDS = frozenset({"iterations", "n_pos", "status", "nnz", "active_set", "cg_steps", "nnz_search", "rows_touched"})
 
 
 class TrainingRows(NamedTuple):
