@@ -42,17 +42,13 @@ def power_law_exponent(counts: np.ndarray, xmin: float | None = None) -> float:
     return float(b + 1.0)
 
 
-def top_pair_pmi(Y: sp.csr_matrix, top: int = TOP_PAIRS) -> float:
-    """Median PMI (natural log) of the `top` most frequent co-occurring label pairs of Y."""
+def top_pair_pmis(Y: sp.csr_matrix, top: int = TOP_PAIRS) -> np.ndarray:
+    """PMI (natural log) of the `top` most frequent co-occurring label pairs of Y, most frequent first."""
     Y = sp.csr_matrix(Y, dtype=np.float64)
-    n = Y.shape[0]
     C = sp.triu(Y.T @ Y, k=1).tocoo()
-    if C.nnz == 0:
-        return 0.0
     freq = np.asarray(Y.sum(axis=0)).ravel()
-    best = np.argsort(C.data)[::-1][:top]
-    pmi = np.log(n * C.data[best] / (freq[C.row[best]] * freq[C.col[best]]))
-    return float(np.median(pmi))
+    best = np.argsort(C.data, kind="stable")[::-1][:top]
+    return np.log(Y.shape[0] * C.data[best] / (freq[C.row[best]] * freq[C.col[best]]))
 
 
 @dataclass
@@ -88,5 +84,5 @@ def describe(X: sp.csr_matrix, Y: sp.csr_matrix) -> Stats:
         feature_df_exponent=power_law_exponent(np.bincount(X.indices, minlength=X.shape[1])),
         nnz_per_row=float(nnz.mean()),
         nnz_cv=float(nnz.std() / nnz.mean()),
-        pair_pmi=top_pair_pmi(Y),
+        pair_pmi=float(np.median(pmis)) if (pmis := top_pair_pmis(Y)).size else 0.0,
     )
