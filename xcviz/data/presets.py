@@ -103,7 +103,7 @@ def _label_weights(n_labels: int, avg_labels: float, alpha: float) -> np.ndarray
     while True:
         w = np.minimum(x, cap)
         w /= w.sum()
-        if w[0] * avg_labels <= HEAD_SHARE:
+        if w[0] * avg_labels <= HEAD_SHARE or cap <= x[-1]:  # uniform weights when labels are too few for the cap
             return w
         cap /= 1.25
 
