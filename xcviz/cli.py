@@ -141,6 +141,10 @@ def generate_bytes(n: int, per_row: float) -> float:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    if args.like:
+        return cmd_generate_like(args)
+    if None in (args.n, args.d, args.labels):
+        raise ValueError("generate needs --n, --d and --labels, or --like")
     from .data.synthetic import generate, split
     from .data.textio import write_xc
     from ._util.memory_check import check_fits
@@ -160,6 +164,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
         path = f"{args.prefix}_{suffix}.txt"
         write_xc(path, part)
         print(f"wrote {path}: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
+    return 0
+
+
+def cmd_generate_like(args: argparse.Namespace) -> int:
+    """`xcviz generate PREFIX --like NAME [--scale S]`: a preset shaped like a published data set."""
+    from .data.presets import like, scaled
+    from .data.textio import write_xc
+    from ._util.memory_check import check_fits
+
+    shape = scaled(args.like, args.scale)
+    check_fits(f"generating --like {args.like} --scale {args.scale:g}", GENERATE_BYTES * (shape.n_train + shape.n_test)
+               * (min(shape.avg_nnz, shape.d) + shape.avg_labels), "choose a smaller --scale")
+    for part, suffix in zip(like(args.like, args.scale, seed=args.seed), ("train", "test")):
+        write_xc(f"{args.prefix}_{suffix}.txt", part)
+        print(f"wrote {args.prefix}_{suffix}.txt: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
     return 0
 
 
@@ -621,9 +640,12 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="write a synthetic XMC problem as PREFIX_train.txt and PREFIX_test.txt")
     p.add_argument("prefix", help="where to write: PREFIX_train.txt and PREFIX_test.txt (XC text)")
-    p.add_argument("--n", type=int, required=True, help="instances (train + test)")
-    p.add_argument("--d", type=int, required=True, help="features")
-    p.add_argument("--labels", type=int, required=True, help="labels (classes with --multiclass)")
+    p.add_argument("--like", help="eurlex-4k | wiki10-31k | amazoncat-13k | amazon-670k | wikilshtc-325k | lshtc1: "
+                   "that XC repository set's shape and statistics (docs/data.md); other options but --seed are ignored")
+    p.add_argument("--scale", type=float, default=1.0, help="with --like: share of its rows and labels (default 1)")
+    p.add_argument("--n", type=int, help="instances (train + test; required without --like)")
+    p.add_argument("--d", type=int, help="features (required without --like)")
+    p.add_argument("--labels", type=int, help="labels (classes with --multiclass; required without --like)")
     p.add_argument("--multiclass", action="store_true", help="exactly one label per instance")
     p.add_argument("--avg-labels", type=float, help="average labels per instance (default 5, or --labels if fewer)")
     p.add_argument("--avg-nnz", type=float, default=75.0, help="average non-zeros per row (default 75)")

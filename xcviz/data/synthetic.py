@@ -105,6 +105,13 @@ def _features(rng: np.random.Generator, Y: sp.csr_matrix, d: int, avg_nnz: float
     background_keys = rows * d + background(rows.size)
 
     keys, hits = _distinct_per_row(rng, np.concatenate([signature_keys, background_keys]), d, background)
+    return _tfidf(keys, hits, terms, d)
+
+
+def _tfidf(keys: np.ndarray, hits: np.ndarray, terms: np.ndarray, d: int) -> sp.csr_matrix:
+    """The n x d matrix of the sorted distinct keys row * d + feature (`terms` per row), valued
+    (1 + log tf) * log((n + 1) / df) with tf = 1 + the key's repeats in `hits`, rows L2-normalised."""
+    n = terms.size
     tf = 1.0 + np.bincount(np.searchsorted(keys, np.sort(hits)), minlength=keys.size)
     indices = keys % d
     rows = keys // d
