@@ -118,11 +118,12 @@ def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
     assert dashboard.store_alert.visible and markdown_text(store.path) in dashboard.store_alert.object
 
 
-@pytest.mark.parametrize("damage", ["empty", "cut-mid-run"])
+@pytest.mark.parametrize("damage", ["empty"])
 def test_an_empty_or_cut_short_store_is_refused_alike_by_every_command(tmp_path, xcviz_cli, capsys, damage):
-    """A store cut short while a run wrote it (its write-ahead log still beside it) was listed, run and
-    all, while `wait` and `resume` found no run; a 0-byte store read as an empty one without a word.
-    Every command now refuses both in the same line, naming the store."""
+    """A 0-byte store read as an empty one without a word: every command now refuses it in the same
+    line, naming the store. (A store cut short mid-run is not detected yet: checking its header
+    from a second file descriptor dropped the process's SQLite locks when closed, and corrupted
+    live stores.)"""
     import numpy as np
 
     from xcviz.runs.store import SqliteSink

@@ -124,35 +124,6 @@ def _new_id() -> str:
 
 
 EMPTY_GRACE_SECONDS = 10.0  # a store being made is empty for milliseconds; one empty for longer was cut short
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _whole_database(path: Path, retries: int = 3) -> str | None:
-    """What is wrong with the length of the store's file, or None: SQLite reads a file cut short
-    (a copy stopped, a full disk, a truncation) as far as it goes, so that `xcviz runs` listed runs
-    that `wait` and `resume` could not find. The file's header says how many pages the database
-    had at its last checkpoint; a file shorter than that, or not a whole number of pages, is cut
-    short. A checkpoint writes the header page before the pages after it: a short file is looked at
-    again, `retries` times 0.1 s apart, before it is called truncated."""
-    for attempt in range(retries + 1):
-        try:
-            with open(path, "rb") as f:
-                header = f.read(100)
-                size = os.fstat(f.fileno()).st_size
-        except OSError:
-            return None  # the connection says what is wrong
-        if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-            return None if size == 0 else "not a SQLite database"
-        page = int.from_bytes(header[16:18], "big")
-        page = 65536 if page == 1 else page
-        pages = int.from_bytes(header[28:32], "big")
-        counted = header[24:28] == header[92:96]  # the page count is valid only then (SQLite's rule)
-        if size % page == 0 and not (counted and size < pages * page):
-            return None
-        if attempt < retries:
-            time.sleep(0.1)
-    expected = f" of the {pages * page}" if counted else ""
-    return f"truncated: {size} bytes{expected} its header counts (a copy cut short, a full disk?)"
 
 
 def _check_private(path: Path, what: str, kind, missing_ok: bool = False,
@@ -299,9 +270,6 @@ class RunStore:
         if not same:
             raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
                              f"to have it checked)")
-        problem = _whole_database(self.path)
-        if problem is not None:
-            raise StoreError(f"{self.path}: {problem}; refused rather than read in part")
         mode = "ro" if self.read_only else "rw"
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True, timeout=60,
                              isolation_level=None)
