@@ -174,8 +174,9 @@ def cmd_generate_like(args: argparse.Namespace) -> int:
     from ._util.memory_check import check_fits
 
     shape = scaled(args.like, args.scale)
-    check_fits(f"generating --like {args.like} --scale {args.scale:g}", GENERATE_BYTES * (shape.n_train + shape.n_test)
-               * (min(shape.avg_nnz, shape.d) + shape.avg_labels), "choose a smaller --scale")
+    check_fits(f"generating --like {args.like} --scale {args.scale:g}",
+               generate_bytes(shape.n_train + shape.n_test, min(shape.avg_nnz, shape.d) + shape.avg_labels),
+               "choose a smaller --scale")
     for part, suffix in zip(like(args.like, args.scale, seed=args.seed), ("train", "test")):
         write_xc(f"{args.prefix}_{suffix}.txt", part)
         print(f"wrote {args.prefix}_{suffix}.txt: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
