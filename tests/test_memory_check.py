@@ -94,23 +94,35 @@ def test_generate_refuses_in_a_line_what_no_machine_here_holds(tmp_path):
 
 
 def _peak_rss_bytes(args: list[str]) -> int:
-    """The peak resident memory of `python ARGS` run to its end, in bytes (Linux: ru_maxrss in KiB)."""
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, proc.stderr.read()[-2000:]
-    return usage.ru_maxrss * 1024
+    """The peak resident memory of `xcviz ARGS` run to its end, in bytes, as the process reads it at exit
+    from /proc/self/status (VmHWM, of its own address space). Not ru_maxrss: Linux carries the parent's
+    peak across fork and exec into it, so a child of a large test worker reported the worker's size."""
+    report = ("import atexit, re, runpy, sys\n"
+              "atexit.register(lambda: print('peak', re.search(r'VmHWM:\\s*(\\d+) kB',"
+              " open('/proc/self/status').read()).group(1), file=sys.stderr))\n"
+              f"sys.argv = ['xcviz', *{args!r}]\n"
+              "runpy.run_module('xcviz.cli', run_name='__main__')\n")
+    out = subprocess.run([sys.executable, "-c", report], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stderr.rsplit("peak ", 1)[1]) * 1024
 
 
 @pytest.mark.slow
 def test_generates_memory_estimate_is_within_half_again_of_its_measured_peak(tmp_path):
     """The estimate `xcviz generate` checks against the available memory was 4-5x below what it
-    used (issue #42): it is now held within a factor 1.5 of the peak measured, less the bare process's."""
+    used (issue #42): it is now held within a factor 1.5 of the peak measured, less that of a
+    100-row run (the process, its imports and its kernels)."""
     from xcviz.cli import generate_bytes
 
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("this system has no /proc/self/status to read a process's peak memory from")
     n, nnz = 40_000, 50
-    bare = _peak_rss_bytes(["-c", "import xcviz.cli, xcviz.data.synthetic, xcviz.data.textio"])
-    peak = _peak_rss_bytes(["-m", "xcviz.cli", "generate", str(tmp_path / "g"), "--n", str(n), "--d", "5000",
-                            "--labels", "1000", "--avg-nnz", str(nnz)])
+
+    def generate(rows: int) -> int:
+        return _peak_rss_bytes(["generate", str(tmp_path / f"g{rows}"), "--n", str(rows),
+                                "--d", "5000", "--labels", "1000", "--avg-nnz", str(nnz)])
+
+    generate(100)  # on a fresh clone this compiles and caches the kernels, whose peak would hide the data's
+    bare, peak = generate(100), generate(n)
     estimate, used = generate_bytes(n, nnz + 5), peak - bare
-    assert used / 1.5 <= estimate <= used * 1.5, (estimate / 2**20, used / 2**20)
+    assert used / 1.5 <= estimate <= used * 1.5, (estimate / 2**20, used / 2**20, bare / 2**20)
