@@ -63,8 +63,8 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     extra = {}
     if validation is not None and family.multiclass:
         extra["validation"] = fit_validation(_as_dataset(validation), solver)
-    if cluster is not None and not family.distributes:
-        raise ValueError(f"solver {solver!r} trains all classes at once: it has no label blocks to distribute")
+    if cluster is not None:
+        family.check_cluster(p)
     with cluster_client(cluster, threads) as session:
         if session is not None:
             extra["cluster"] = session

@@ -103,3 +103,19 @@ def test_block_plan_covers_every_label_with_even_samples_of_the_ranking():
         assert np.abs(rank[b] - quantile * todo.size).max() <= len(blocks)
     wide = plan._replace(dim=2**20)  # 8 MB of weights a label: 7 labels fit the 64 MB a block may hold
     assert max(b.size for b in block_plan(todo, n_pos, 2, wide)) == labels_within_budget(2**20, 1, 1) == 7
+
+
+def test_dsmlr_async_on_a_cluster_is_refused_before_any_cluster_starts(monkeypatch, capsys):
+    """DS-MLR's async on a local cluster was refused inside the solver, after the cluster had started:
+    shut down as it came up, it printed a traceback beside the refusal once in 6 (issue #42). The
+    train command, the API and a run spec now refuse it first, in one line."""
+    import xcviz.api
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(xcviz.api, "cluster_client", no_cluster)
+    assert main(["train", "bibtex", "--solver", "dsmlr", "--set", "mode=async", "--cluster", "local:2"]) == 2
+    assert capsys.readouterr().err == "xcviz: error: dsmlr runs on a Dask cluster in mode 'sync' only, not 'async'\n"
+    with pytest.raises(SpecError, match="spec field 'cluster': dsmlr runs on a Dask cluster in mode 'sync' only"):
+        RunSpec(dataset="bibtex", solver="dsmlr", params={"mode": "lbfgs"}, cluster="local:2").validate()

@@ -94,6 +94,17 @@ def _sharded_wide(folder: Path) -> list[str]:
     return ["train", str(folder / "sharded"), "--threads", "1"]
 
 
+def _ldgs_learned(gradient: str, eta0: float) -> Callable[[Path], list[str]]:
+    """LDGS with a learned embedding on a generated 20-class problem: at eta0 = 1 decomp and exact
+    divided by zero inside numba (NaN scores) and mips ended `done` at an objective of 1.7e14."""
+    def make(folder: Path) -> list[str]:
+        train, _ = split(generate(400, 200, 20, multiclass=True, seed=0), 0.0, seed=0)
+        write_xc(folder / "classes.txt", train)
+        return ["train", str(folder / "classes.txt"), "--solver", "ldgs", "--set", "embedding=learned",
+                "--set", f"gradient={gradient}", "--set", f"eta0={eta0:g}", "--set", "epochs=3", "--threads", "1"]
+    return make
+
+
 CASES = {
     "xz-trailing-garbage": Case(_xz_with_tail, ("bytes after the end of the xz stream",), "train.txt.xz"),
     "xz-stream-padding": Case(_xz_with_padding, None),
@@ -108,6 +119,9 @@ CASES = {
     "libsvm-test-unseen-labels": Case(lambda f: _libsvm_pair(f, [f"{1000 + k} 1:1" for k in range(5000)]),
                                       ("5000 labels the training file never has", "refused"), "test.svm"),
     "shards-L-5M": Case(_sharded_wide, ("L = 5000000", "refused"), "manifest.json"),
+    **{f"ldgs-learned-{g}-diverges": Case(_ldgs_learned(g, 1.0), ("LDGS diverged", "try --set eta0=0.1"), "epoch 0")
+       for g in ("decomp", "exact", "mips")},
+    "ldgs-learned-trains-at-eta0-0.1": Case(_ldgs_learned("decomp", 0.1), None),
 }
 
 

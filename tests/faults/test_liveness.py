@@ -126,3 +126,21 @@ def test_cancel_ends_a_run_queued_for_a_worker_that_never_starts(tmp_path):
     assert store.get(run)["status"] == "interrupted"
     assert store.request_cancel(run) == "cancelled"
     assert store.get(run)["status"] == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_worker_whose_store_cannot_be_written_leaves_the_reason(tmp_path, xcviz_cli):
+    """A disk that fills under a background run (here its file-size limit, set on the real worker
+    process: every write past 4 KiB fails) ended the run `interrupted` with no reason: the store
+    could not take the failure. The worker's note, reserved when it started, now says why."""
+    import resource
+
+    store = RunStore(tmp_path / "home")
+    run = launch(RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="full disk"), store)
+    while store.get(run)["status"] != "running" or not store.records(run, "iteration")[1]:
+        time.sleep(0.05)
+    resource.prlimit(store.get(run)["pid"], resource.RLIMIT_FSIZE, (4096, 4096))
+    waited = xcviz_cli("wait", run, "--json", "--home", store.home, "--timeout", "300")
+    row = json.loads(waited.stdout)
+    assert row["status"] == "failed" and waited.returncode == 1, (row, waited.stderr[-2000:])
+    assert "the run store could not record it" in row["error"] and "disk I/O error" in row["error"], row["error"]

@@ -118,12 +118,11 @@ def test_the_page_shows_an_alert_when_the_store_breaks(tmp_path):
     assert dashboard.store_alert.visible and markdown_text(store.path) in dashboard.store_alert.object
 
 
-@pytest.mark.parametrize("damage", ["empty"])
+@pytest.mark.parametrize("damage", ["empty", "cut", "cut-on-a-page"])
 def test_an_empty_or_cut_short_store_is_refused_alike_by_every_command(tmp_path, xcviz_cli, capsys, damage):
-    """A 0-byte store read as an empty one without a word: every command now refuses it in the same
-    line, naming the store. (A store cut short mid-run is not detected yet: checking its header
-    from a second file descriptor dropped the process's SQLite locks when closed, and corrupted
-    live stores.)"""
+    """A 0-byte store read as an empty one without a word, and one cut to half its size mid-run
+    listed its run while `wait` and `resume` said "no run": every command now refuses both in the
+    same line, naming the store; a cut on a page boundary is found when the run goes missing."""
     import numpy as np
 
     from xcviz.runs.store import SqliteSink
@@ -139,13 +138,15 @@ def test_an_empty_or_cut_short_store_is_refused_alike_by_every_command(tmp_path,
     if damage == "empty":  # no log either (a WAL store's pages may all be in its log while the file is empty)
         held.close()
     data = store.path.read_bytes()
-    store.path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    keep = {"empty": 0, "cut": len(data) // 2 + 100, "cut-on-a-page": len(data) // 8192 * 4096}[damage]
+    store.path.write_bytes(data[:keep])
     if damage == "empty":
         for log in ("-wal", "-shm"):
             Path(f"{store.path}{log}").unlink(missing_ok=True)
     os.utime(store.path, (1, 1))
-    phrase = "empty file (0 bytes)" if damage == "empty" else "truncated"
-    _one_line(xcviz_cli("runs", "--home", home), str(store.path), phrase)
+    phrase = {"empty": "empty file (0 bytes)", "cut": "truncated", "cut-on-a-page": "damaged or truncated"}[damage]
+    if damage != "cut-on-a-page":  # its pages are whole: what is left lists, and the missing run is the sign
+        _one_line(xcviz_cli("runs", "--home", home), str(store.path), phrase)
     for command in (["wait", run], ["resume", run], ["cancel", run]):
         _one_line(_in_process(capsys, *command, "--home", home), str(store.path), phrase)
     if damage != "empty":

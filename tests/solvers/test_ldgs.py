@@ -205,10 +205,10 @@ def test_load_model_reads_the_description_once_so_a_save_in_between_cannot_mix_t
 def test_a_step_size_that_blows_the_model_up_fails_the_run_and_says_what_to_change(bibtex):
     """The learned embedding with the cross-entropy at eta0 = 1 on Bibtex: the objective went to
     1e75 then NaN within an epoch (mips, then with Q = 39), and the run used to end as if it had
-    trained (P@1 3.6)."""
+    trained (P@1 3.6). The run now stops at the batch whose loss left the start's scale."""
     train, _ = bibtex
     params = dict(epochs=1, loss="ce", gradient="exact", embedding="learned")
-    with pytest.raises(ValueError, match=r"diverged in epoch 1.*try --set eta0=0\.1"):
+    with pytest.raises(ValueError, match=r"diverged in epoch 0 \(batch \d+\): a batch's mean loss.*try --set eta0=0\.1"):
         fit_ldgs(train.X, train.Y, LdgsParams(**params), threads=2)
     model = fit_ldgs(train.X, train.Y, LdgsParams(**params, eta0=0.1), threads=2)
     assert np.isfinite(model.W).all() and np.isfinite(model.info["objective"])

@@ -77,9 +77,15 @@ class RunSpec:
             raise SpecError("spec field 'params': must be an object of solver parameters")
         try:
             check_param_types(self.solver, self.params)
-            self.params = param_dict(make_params(self.solver, **self.params))
+            made = make_params(self.solver, **self.params)
+            self.params = param_dict(made)
         except (ValueError, TypeError) as exc:
             raise SpecError(f"spec field 'params': {exc}") from None
+        if cluster is not None and self.solver in SOLVERS:
+            try:
+                SOLVERS[self.solver].check_cluster(made)
+            except ValueError as exc:
+                raise SpecError(f"spec field 'cluster': {exc}") from None
         return self
 
     def to_json(self) -> str:

@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
+from .failure_note import read_note
 
 SCHEMA_VERSION = 2
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
@@ -240,6 +241,7 @@ class RunStore:
             with self._db() as db:
                 self._check_version(db)
             return
+        self._check_whole(database.st_size)
         with self._db() as db:
             db.executescript(_SCHEMA)
         with self._transaction() as db:
@@ -253,6 +255,32 @@ class RunStore:
                         db.execute(f"ALTER TABLE runs ADD COLUMN {column}")
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
             self._check_version(db)
+
+    def _check_whole(self, size: int) -> None:
+        """Refuse a store cut short (a copy or a disk that ended mid-file): SQLite reads its missing
+        pages as absent rows, so it listed a run that `wait` and `resume` could not find. SQLite
+        writes whole pages, so a file that ends inside one was cut. `size` is the file's, read with
+        os.stat before any connection (the last connection to close checkpoints the log into the
+        file, which rounds it up to whole pages; and opening the file beside SQLite would drop the
+        process's locks on it). A cut on a page boundary shows when a run goes missing (_no_run)."""
+        with self._db() as db:
+            page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        if size % page_size:
+            raise StoreError(f"{self.path}: truncated: the file ends inside a page ({size} bytes, pages of "
+                             f"{page_size}); move it away to start a new store here")
+
+    def _no_run(self, what: str, hint: str = "") -> StoreError:
+        """The error for a run not found: "no run", unless SQLite's own check (O(store), paid on this
+        path only) finds the store damaged, whose missing pages read as missing runs."""
+        try:
+            with self._db() as db:
+                problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except StoreError as exc:
+            return exc
+        if problem != "ok":
+            return StoreError(f"{self.path}: damaged or truncated (SQLite's check: {problem[:200]}); move it away "
+                              f"to start a new store here")
+        return StoreError(f"no run {what} in {self.path}{hint}")
 
     def _check_version(self, db: sqlite3.Connection) -> None:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -384,13 +412,13 @@ class RunStore:
         sets = ", ".join(f"{k} = ?" for k in values)
         with self._transaction() as db:
             if db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run)).rowcount != 1:
-                raise StoreError(f"no run {run!r} in {self.path}")
+                raise self._no_run(repr(run))
 
     def get(self, run: str) -> dict:
         with self._db() as db:
             row = db.execute("SELECT rowid AS number, * FROM runs WHERE id = ?", (run,)).fetchone()
         if row is None:
-            raise StoreError(f"no run {run!r} in {self.path}")
+            raise self._no_run(repr(run))
         return self._shown(dict(row))
 
     def find(self, ref: str) -> str:
@@ -410,7 +438,7 @@ class RunStore:
             return matches[0]
         if matches:
             raise StoreError(f"{ref!r} is the start of {len(matches)} run ids ({', '.join(matches[:5])}): give more of it")
-        raise StoreError(f"no run with id, name or id prefix {ref!r} in {self.path} (`xcviz runs` lists them)")
+        raise self._no_run(f"with id, name or id prefix {ref!r}", " (`xcviz runs` lists them)")
 
     def list(self) -> list[dict]:
         with self._db() as db:
@@ -421,6 +449,9 @@ class RunStore:
         """A run as users see it: a running or queued run whose owner is gone is interrupted."""
         if row["status"] in ("running", "queued") and not alive(row["pid"], row["host"], row.get("pid_start")):
             row["status"] = "interrupted"
+            note = read_note(self._folder(row["id"])) if RUN_ID.fullmatch(row["id"]) else None
+            if note is not None:  # its worker failed and the store could not take the reason
+                row["status"], row["error"] = "failed", note
         for key in ("summary", "versions", "inputs"):
             row[key] = json.loads(row[key]) if row.get(key) else {}
         return row
@@ -434,7 +465,7 @@ class RunStore:
         with self._transaction() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
             if row is None:
-                raise StoreError(f"no run {run!r} in {self.path}")
+                raise self._no_run(repr(run))
             status = self._shown(dict(row))["status"]
             if status not in allowed:
                 raise StoreError(f"run {run} is {status}; only {', '.join(allowed)} runs can be resumed")
@@ -473,7 +504,7 @@ class RunStore:
         with self._transaction() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run,)).fetchone()
             if row is None:
-                raise StoreError(f"no run {run!r} in {self.path}")
+                raise self._no_run(repr(run))
             status = self._shown(dict(row))["status"]
             if status == "interrupted":
                 db.execute("UPDATE runs SET status = 'cancelled', ended = ?, claim = NULL WHERE id = ?",
@@ -487,7 +518,7 @@ class RunStore:
         with self._db() as db:
             row = db.execute("SELECT cancel FROM runs WHERE id = ?", (run,)).fetchone()
         if row is None:
-            raise StoreError(f"no run {run!r} in {self.path}")
+            raise self._no_run(repr(run))
         return bool(row[0])
 
     @staticmethod

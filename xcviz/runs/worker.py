@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
@@ -28,6 +29,7 @@ from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
 from ..solvers._onevsall.blocks import assemble_rows
 from ..compute.cluster import cluster_client
+from .failure_note import FailureNote
 from .inputs import check, unchanged
 from .spec import RunSpec
 from .store import CLAIM_VARIABLE, RESUMABLE, RunStore, SqliteSink, StoreError
@@ -75,37 +77,55 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
         print(f"run {run} is owned by another process: nothing to do", file=sys.stderr)
         return "taken"
     row = store.get(run)
+    note = None
     try:
-        spec = RunSpec.from_json(row["spec"], source=f"run {run}")
-        train, test = resolve(*check(spec, row["inputs"]))
-        unchanged(row["inputs"], after_reading=True)  # the files read are still those fingerprinted at launch
-        solver = get_solver(spec.solver)
-        if solver.multiclass:
-            return _execute_multiclass(store, run, spec, train, test)
-        skip = [p[0] for p in store.pieces(run)]
-        sink = SqliteSink(store, run, token)
-        with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
-            template = solver.fit(
-                train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
-                recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
-                skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-                on_block=sink.block, **({"cluster": cluster} if cluster else {}))
-        model, done = stored_model(store, run, train.n_labels, train.n_features, template)
-        model.info.update({k: v for k, v in template.info.items() if k not in model.info})
-        keep_labels(model, train)
-        model.save(store.run_dir(run) / "model")
-        status = "done" if done == train.n_labels else "cancelled"
-        summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
-        if status == "done" and test is not None:
-            summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))
-        summary["peak_rss_mb"] = peak_rss_mb()
-        store.update(run, status=status, ended=time.time(), done=done, summary=summary)
+        note = FailureNote(store.run_dir(run))
+        status = _train(store, run, token, row)
+        note.discard()
         return status
-    except Exception as exc:  # the run fails, the store says why; the process exits non-zero
-        traceback.print_exc()
-        if store.token(run) == token:  # a run resumed elsewhere is the new owner's to end
-            store.update(run, status="failed", ended=time.time(), error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # the run fails, the store says why (or the note, when the store cannot)
+        reason = f"{type(exc).__name__}: {exc}"
+        try:
+            traceback.print_exc()
+            if store.token(run) == token:  # a run resumed elsewhere is the new owner's to end
+                store.update(run, status="failed", ended=time.time(), error=reason)
+            if note is not None:
+                note.discard()
+        except (StoreError, OSError) as unrecorded:
+            if note is None:
+                raise
+            note.write(f"{reason} (the run store could not record it: {unrecorded})")
+            note.close()
         return "failed"
+
+
+def _train(store: RunStore, run: str, token: str, row: dict) -> str:
+    """Train the run `execute` took and record its end; returns its final status."""
+    spec = RunSpec.from_json(row["spec"], source=f"run {run}")
+    train, test = resolve(*check(spec, row["inputs"]))
+    unchanged(row["inputs"], after_reading=True)  # the files read are still those fingerprinted at launch
+    solver = get_solver(spec.solver)
+    if solver.multiclass:
+        return _execute_multiclass(store, run, spec, train, test)
+    skip = [p[0] for p in store.pieces(run)]
+    sink = SqliteSink(store, run, token)
+    with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
+        template = solver.fit(
+            train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
+            recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
+            skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
+            on_block=sink.block, **({"cluster": cluster} if cluster else {}))
+    model, done = stored_model(store, run, train.n_labels, train.n_features, template)
+    model.info.update({k: v for k, v in template.info.items() if k not in model.info})
+    keep_labels(model, train)
+    model.save(store.run_dir(run) / "model")
+    status = "done" if done == train.n_labels else "cancelled"
+    summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
+    if status == "done" and test is not None:
+        summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))
+    summary["peak_rss_mb"] = peak_rss_mb()
+    store.update(run, status=status, ended=time.time(), done=done, summary=summary)
+    return status
 
 
 class StoreCallbacks:
@@ -174,6 +194,7 @@ def lower_priority() -> int:
 def main(argv: list[str] | None = None) -> int:
     home, run = (argv or sys.argv[1:])[:2]
     enable_shortcuts()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file-size limit is a write error to record, not a death
     token = os.environ.pop(CLAIM_VARIABLE, None)  # what the worker starts (a local Dask cluster) does not need it
     try:
         store = RunStore(home, create=False)  # a store gone under a run is an error, not a new store

@@ -29,7 +29,8 @@ class Solver:
     them unreplicated; distributes: trains on a Dask cluster (fit takes `cluster`); shards: fit
     takes a data.shards.Shards as X (Y None) and reads its parts where it trains; deterministic:
     the same weights whatever the thread count, except at the parameter values of `varies_with`
-    (DS-MLR's async mode). iter_fields / label_fields: the fields its iteration and per-label
+    (DS-MLR's async mode); cluster_refusal: why parameters cannot train on a cluster (None: they can).
+    iter_fields / label_fields: the fields its iteration and per-label
     records carry; unplotted: those the dashboard's field table draws no plot of."""
 
     name: str
@@ -45,6 +46,15 @@ class Solver:
     shards: bool = False
     deterministic: bool = True
     varies_with: tuple[tuple[str, object], ...] = ()
+    cluster_refusal: Callable[[param.Parameterized], str | None] | None = None
+
+    def check_cluster(self, params: param.Parameterized) -> None:
+        """Refuse, before any cluster starts, a family or parameters that do not train on one."""
+        if not self.distributes:
+            raise ValueError(f"solver {self.name!r} trains all classes at once: it has no label blocks to distribute")
+        refusal = self.cluster_refusal(params) if self.cluster_refusal else None
+        if refusal:
+            raise ValueError(refusal)
 
     def deterministic_at(self, params: param.Parameterized) -> bool:
         """Whether `params` train the same weights on any number of threads."""
@@ -63,7 +73,7 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            unplotted=memoir.UNPLOTTED, multiclass=True),
     Solver("dsmlr", DsmlrParams, fit_dsmlr, compare="mode", iter_fields=dsmlr_solver.ITER_FIELDS,
            unplotted=dsmlr_solver.UNPLOTTED, multiclass=True, distributes=True, shards=True,
-           varies_with=(("mode", "async"),)),
+           varies_with=(("mode", "async"),), cluster_refusal=dsmlr_solver.cluster_refusal),
     Solver("ldgs", LdgsParams, fit_ldgs, compare="gradient", iter_fields=ldgs_solver.ITER_FIELDS,
            unplotted=ldgs_solver.UNPLOTTED, multiclass=True, multilabel=True),
 )}

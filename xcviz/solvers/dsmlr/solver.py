@@ -124,6 +124,12 @@ def _check_diverged(objective: float, start: float, t: int, alpha: float) -> Non
                          f"alpha={alpha / 10:.3g} (it was {alpha:.3g})")
 
 
+def cluster_refusal(p: DsmlrParams) -> str | None:
+    """Why `p` cannot train on a Dask cluster (None if it can): checked before a cluster starts too,
+    since a local cluster shut down as it came up could print tracebacks beside the refusal."""
+    return None if p.mode == "sync" else f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}"
+
+
 class _Dsmlr(Driver):
     """DS-MLR's hooks on the driver skeleton: its problem, engine, outer iterations (or scipy's
     L-BFGS iterations), records (one row per worker) and model."""
@@ -140,8 +146,8 @@ class _Dsmlr(Driver):
     def setup(self) -> None:
         p, X, Y, cluster = self.p, self.X, self.Y, self.options.cluster
         self.client = cluster[0] if isinstance(cluster, tuple) else cluster
-        if self.client is not None and p.mode != "sync":
-            raise ValueError(f"dsmlr runs on a Dask cluster in mode 'sync' only, not {p.mode!r}")
+        if self.client is not None and (refusal := cluster_refusal(p)):
+            raise ValueError(refusal)
         self.shards = None
         if isinstance(X, Shards):  # read by the Dask workers; without a cluster, here
             if self.client is not None:

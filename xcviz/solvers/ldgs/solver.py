@@ -49,6 +49,7 @@ UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "trai
              "gradient_error_row_mean", "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
+DIVERGED = 1e3  # a batch whose mean loss exceeds this multiple of the first batch's (at least 1) has diverged
 
 
 class LdgsParams(param.Parameterized):
@@ -288,13 +289,22 @@ class _Diagnostics:
         return out
 
 
-def _check_finite(W: np.ndarray, V: np.ndarray, epoch: int, eta0: float) -> None:
-    """Stop a run whose step size made the model blow up (the learned embedding with the
-    cross-entropy at eta0 = 1 on Bibtex reached an objective of 1e75 within an epoch, then NaN): its
-    numbers would be meaningless, and a run that ends as if it trained misleads."""
-    if not (np.isfinite(W).all() and np.isfinite(V).all()):
-        raise ValueError(f"LDGS diverged in epoch {epoch}: the model's weights are no longer finite; "
-                         f"a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+def _check_step(W: np.ndarray, classes: np.ndarray, V: np.ndarray, features: np.ndarray | None, losses: np.ndarray,
+                start: float, step: int, per_epoch: int, eta0: float) -> None:
+    """Stop a diverging run at the step it diverges: the rows of W (and V) this step changed must
+    stay finite, or the next batch's scores feed NaN and inf to the loss kernels (a learned
+    embedding at eta0 = 1 made them divide by zero inside numba, issue #42), and the batch's mean
+    estimated loss must stay below DIVERGED times the first batch's (a search run at eta0 = 1 ended
+    `done` at an objective of 1.7e14). Reads only what the step touched: O(|classes| h)."""
+    loss = float(np.mean(losses))
+    if not (np.isfinite(loss) and np.isfinite(W[classes]).all() and (features is None or np.isfinite(V[features]).all())):
+        what = "the model's weights are no longer finite"
+    elif loss > DIVERGED * start:
+        what = f"a batch's mean loss is {loss:.3g}, against {start:.3g} at the start"
+    else:
+        return
+    raise ValueError(f"LDGS diverged in epoch {step // per_epoch} (batch {step}): {what}; a smaller step size "
+                     f"trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
 def is_multilabel(Y) -> bool:
@@ -396,6 +406,7 @@ class _Ldgs(Driver):
         trained = self.indexes.get(self.p.gradient)  # None for exact and sampled
         trained_dirty = self.dirty.get(self.p.gradient)
         marks = list(self.dirty.values())
+        start = None  # the first batch's mean estimated loss: the scale a diverging run leaves
         for rows in self.schedule:
             step = self.schedule.step
             eta = self.eta = eta0 / (1.0 + step / per_epoch)
@@ -404,6 +415,8 @@ class _Ldgs(Driver):
             phi = fixed[rows] if fixed is not None else forward(
                 sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data, V, tanh)
             est = estimator(phi, b_ptr, b_idx, clock)
+            if start is None:
+                start = max(1.0, float(np.mean(est.value[:len(rows)])))
             t0 = time.perf_counter()
             classes = hit[:scatter(est.U, est.coef, est.count, dense, touched, hit)]
             if learned:
@@ -417,6 +430,8 @@ class _Ldgs(Driver):
                 step_features(V, feat_ptr, features.astype(np.int64), coo.row[order_f].astype(np.int64),
                               coo.data[order_f], dphi, eta)
             t1 = time.perf_counter()
+            _check_step(W, classes, V, features if learned else None, est.value[:len(rows)], start, step, per_epoch,
+                        eta0)
             for mark in marks:
                 mark[classes] = True
             if trained is not None:  # the search reads the changed rows' new values at once
@@ -431,10 +446,6 @@ class _Ldgs(Driver):
 
     def due(self, step: int) -> bool:
         return self.schedule.due(step)
-
-    def after_step(self, step: int) -> None:
-        if self.schedule.ends_epoch(step):
-            _check_finite(self.W, self.V, step // self.per_epoch, self.p.eta0)
 
     def window(self, step: int) -> dict:
         row = {"batch": step, "epoch": step / self.per_epoch, "eta": self.eta, **self.counters}
