@@ -198,18 +198,19 @@ def test_sparsification_on_and_off_give_the_same_precision(bibtex):
 def exact_labels_40(bibtex_40):
     X, Y, _ = bibtex_40
     sink = MemorySink()
-    fit_ppdsparse(X, Y, PPDSparseParams(), threads=2, recorder=sink)
+    fit_ppdsparse(X, Y, PPDSparseParams(lam=0.01), threads=2, recorder=sink)
     return sink.labels.set_index("label").sort_index()
 
 
 @pytest.mark.parametrize("x_threshold,draws", [(0.0, 0), (0.1, 0), (0.2, 0), (0.1, 10**6), (0.1, 300), (0.0, 300)])
 def test_every_converged_label_closes_the_gap(bibtex_40, exact_labels_40, x_threshold, draws):
     """An inexact search (thresholded X, sparsified w) never ends a label: only an exact one does, so
-    every label reported converged has a small relative duality gap (the exact run's largest at
-    eps = 0.1 is 0.8% on Bibtex) and an objective within 1% of the exact run's."""
+    every label reported converged has a small relative duality gap (at lam 0.01 and eps = 0.1 the
+    largest of these runs is 0.84% on Bibtex; at lam 0.1, 1.1% with x_threshold 0.2, 0.62% otherwise)
+    and an objective within 1% of the exact run's."""
     X, Y, _ = bibtex_40
     sink = MemorySink()
-    fit_ppdsparse(X, Y, PPDSparseParams(x_threshold=x_threshold, draws=draws), threads=2, recorder=sink)
+    fit_ppdsparse(X, Y, PPDSparseParams(lam=0.01, x_threshold=x_threshold, draws=draws), threads=2, recorder=sink)
     lab = sink.labels.set_index("label").sort_index()
     ref = exact_labels_40
     assert lab["converged"].all()
@@ -221,8 +222,8 @@ def test_c_one_half_minimises_the_papers_squared_hinge_objective(bibtex_40):
     """The paper's (9) with its Section 5.2 loss, lam||w||_1 + 0.5||w||^2 + sum 0.5 max(0, 1 - m)^2,
     is xcviz's objective at C = 0.5: that run reaches a lower value of it than the default C = 1."""
     X, Y, _ = bibtex_40
-    half = fit_ppdsparse(X, Y, PPDSparseParams(C=0.5, eps=1e-3), threads=2)
-    one = fit_ppdsparse(X, Y, PPDSparseParams(C=1.0, eps=1e-3), threads=2)
+    half = fit_ppdsparse(X, Y, PPDSparseParams(C=0.5, lam=0.01, eps=1e-3), threads=2)
+    one = fit_ppdsparse(X, Y, PPDSparseParams(C=1.0, lam=0.01, eps=1e-3), threads=2)
     paper_half, paper_one = _primal(X, Y, half, 0.01, C=0.5), _primal(X, Y, one, 0.01, C=0.5)
     assert np.all(paper_half <= paper_one * (1 + 1e-3)) and np.mean(paper_half < paper_one) > 0.9
 
