@@ -47,7 +47,7 @@ STATUS_NAMES = ("converged", "max_iter")
 
 
 class Columns(NamedTuple):
-    """X in CSC with each column's entries sorted by decreasing magnitude (the two-level search)."""
+    """X in CSC; with x_threshold > 0 each column's entries sorted by decreasing magnitude (the two-level search)."""
 
     ptr: np.ndarray
     row: np.ndarray
@@ -156,9 +156,9 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
             score, touched, seen, top_row, top_val):
     """The kappa rows outside the active set with the most negative dual gradient, below -eps.
 
-    A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. Columns of X
-    are sorted by decreasing |x_ij|, so the two-level sparsification stops a column at the first
-    entry below x_threshold. Rows that share no feature with s only see the bias; they are scanned
+    A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. With
+    x_threshold > 0 the columns of X are sorted by decreasing |x_ij|, so the two-level
+    sparsification stops a column at the first entry below it. Rows that share no feature with s only see the bias; they are scanned
     only while the bias alone leaves negatives violating. Returns (rows found, rows touched: the
     distinct rows reached through a column or read by the bias-only scan, the sum of the losses of
     the n_outside rows outside the active set). The rows outside are negatives (every positive stays
