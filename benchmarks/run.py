@@ -31,6 +31,9 @@ from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
 from peers import bench_peers
 from peers import render as render_peers
+from ppdsparse_bench import section as ppdsparse_section
+from ppdsparse_scaling import SIZES as SCALING_SIZES
+from ppdsparse_scaling import section as scaling_section
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.synthetic import generate
@@ -318,6 +321,14 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             start = end = old.index("## LDGS")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
+    if name in ("ppdsparse", "ppdsparse-scaling"):  # benchmarks/ppdsparse_*.py, before LDGS's section
+        lines = (ppdsparse_section("small", min(repeats, 3)) if name == "ppdsparse" else
+                 scaling_section(SCALING_SIZES[:2])[0])
+        start = old.find(lines[0])
+        end = old.index("\n## ", start + 1) + 1 if start >= 0 else old.index("## LDGS")
+        start = end if start < 0 else start
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "ldgs":  # placed before MEMOIR's section; the header's date of the LDGS rerun follows
         lines = render_ldgs(bench_ldgs())
         marker = lines[0] if lines[0] in old else "## MEMOIR: margin oracles"
@@ -361,7 +372,7 @@ def main() -> None:
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
-                                           "memoir-parts"],
+                                           "memoir-parts", "ppdsparse", "ppdsparse-scaling"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -376,8 +387,10 @@ def main() -> None:
     core = bench_core(args.repeats)
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
+    print("benchmarking PPDSparse's settings ...", file=sys.stderr)
+    ppdsparse_lines = ppdsparse_section("small", min(args.repeats, 3)) + scaling_section(SCALING_SIZES[:2])[0]
     old = Path(args.out).read_text() if Path(args.out).exists() else ""
-    text = core + "\n".join(peer_lines) + "\n" + _kept(old)
+    text = core + "\n".join(peer_lines) + "\n" + _kept(old) + "\n".join(ppdsparse_lines) + "\n"
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section(args.repeats)) + "\n"  # benchmarks/dask_bench.py
     text += _kept(old, (DASK_NOTES,))

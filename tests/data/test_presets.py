@@ -5,7 +5,7 @@ import pytest
 import xcviz
 from xcviz.cli import main
 from xcviz.data import presets
-from xcviz.data.presets import PRESETS, like, scaled
+from xcviz.data.presets import PRESETS, like, like_with_labels, scaled
 from xcviz.data.stats import describe, power_law_exponent
 
 # (preset, scale) small enough to generate in about a second each
@@ -66,6 +66,23 @@ def test_the_same_seed_gives_the_same_problem_and_another_seed_another():
     c, _ = like("eurlex-4k", 0.02, seed=4)
     assert (a.X != b.X).nnz == 0 and (a.Y != b.Y).nnz == 0
     assert (a.Y != c.Y).nnz > 0
+
+
+def test_like_with_labels_keeps_the_rows_and_a_seeded_sample_of_labels_that_occur():
+    """Amazon-670K's shape at 6,000 rows (8,198 labels): 50 of the labels with a training positive, the
+    same for the same seed; the training rows and X are like()'s; the test rows are those with a sampled label."""
+    train, test = like_with_labels("amazon-670k", 6000, 50, seed=3)
+    full_train, full_test = like("amazon-670k", 6000 / PRESETS["amazon-670k"].n_train, seed=3)
+    assert train.X.shape == (6000, 135909) and (train.X != full_train.X).nnz == 0
+    assert train.Y.shape[1] == 50 and np.all(np.diff(train.Y.tocsc().indptr) > 0)
+    assert test.n < full_test.n and np.all(np.diff(test.Y.indptr) > 0)
+    same, _ = like_with_labels("amazon-670k", 6000, 50, seed=3)
+    assert (same.Y != train.Y).nnz == 0
+    # every sampled column is one of the full label set's, in order: its positives match one column exactly
+    cols = [tuple(train.Y.tocsc()[:, j].indices) for j in range(50)]
+    full = {tuple(full_train.Y.tocsc()[:, j].indices) for j in range(full_train.Y.shape[1])}
+    assert all(c in full for c in cols)
+    assert like_with_labels("amazon-670k", 6000, 10**6, seed=3)[0].Y.shape[1] == np.count_nonzero(full_train.Y.sum(axis=0))
 
 
 def test_power_law_exponent_recovers_a_known_pareto_tail():

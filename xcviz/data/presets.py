@@ -210,3 +210,17 @@ def like(name: str, scale: float = 1.0, *, seed: int = 0) -> tuple[Dataset, Data
     tag = name if scale == 1.0 else f"{name}x{scale:g}"
     return (Dataset(X[: shape.n_train], Y[: shape.n_train], name=f"{tag}-train"),
             Dataset(X[shape.n_train:], Y[shape.n_train:], name=f"{tag}-test"))
+
+
+def like_with_labels(name: str, n_train: int, n_labels: int, *, seed: int = 0) -> tuple[Dataset, Dataset]:
+    """The preset `name` scaled to n_train training rows, restricted to n_labels of its labels (drawn with
+    `seed` among those with a training positive; all of them if fewer), the test split to its rows that
+    carry one of them: per-label work at a size N whose full label set would not fit in minutes."""
+    train, test = like(name, n_train / PRESETS[name].n_train, seed=seed)
+    candidates = np.flatnonzero(np.diff(sp.csc_matrix(train.Y).indptr) > 0)
+    labels = np.sort(np.random.default_rng(seed).choice(candidates, min(n_labels, candidates.size), replace=False))
+    Y_test = test.Y[:, labels]
+    keep = np.flatnonzero(np.diff(Y_test.indptr) > 0)
+    tag = f"{name}@{n_train}/{labels.size}"
+    return (Dataset(train.X, train.Y[:, labels], name=f"{tag}-train"),
+            Dataset(test.X[keep], Y_test[keep], name=f"{tag}-test"))

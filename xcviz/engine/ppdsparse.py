@@ -47,7 +47,7 @@ STATUS_NAMES = ("converged", "max_iter")
 
 
 class Columns(NamedTuple):
-    """X in CSC with each column's entries sorted by decreasing magnitude (the two-level search)."""
+    """X in CSC; with x_threshold > 0 each column's entries sorted by decreasing magnitude (the two-level search)."""
 
     ptr: np.ndarray
     row: np.ndarray
@@ -144,15 +144,26 @@ def sparsify(w_idx, w_val, nnz, draws, out_idx, out_val, mark, cumulative):
 
 
 @njit(cache=True, nogil=True)
-def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
+def _loss(d, loss):
+    """loss at 1 - y_i w.x_i = d: max(0, d) (hinge) or max(0, d)^2 (squared hinge)."""
+    if d <= 0.0:
+        return 0.0
+    return d if loss == HINGE else d * d
+
+
+@njit(cache=True, nogil=True)
+def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, n_outside, loss, eps, kappa,
             score, touched, seen, top_row, top_val):
     """The kappa rows outside the active set with the most negative dual gradient, below -eps.
 
-    A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. Columns of X
-    are sorted by decreasing |x_ij|, so the two-level sparsification stops a column at the first
-    entry below x_threshold. Rows that share no feature with s only see the bias; they are scanned
+    A row outside the set has a_i = 0 and gradient y_i (bias_w + sum_j s_j x_ij) - 1. With
+    x_threshold > 0 the columns of X are sorted by decreasing |x_ij|, so the two-level
+    sparsification stops a column at the first entry below it. Rows that share no feature with s only see the bias; they are scanned
     only while the bias alone leaves negatives violating. Returns (rows found, rows touched: the
-    distinct rows reached through a column or read by the bias-only scan)."""
+    distinct rows reached through a column or read by the bias-only scan, the sum of the losses of
+    the n_outside rows outside the active set). The rows outside are negatives (every positive stays
+    in the set), so the untouched ones lose loss(1 + bias_w) each; the sum is the loss of w at those
+    rows when s is w and x_threshold is 0."""
     n_touched = 0
     for q in range(s_nnz):
         j = s_idx[q]
@@ -168,13 +179,18 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
                 n_touched += 1
             score[i] += sv * v
     found = 0
+    outside_loss = 0.0
+    touched_outside = 0
     for t in range(n_touched):
         i = touched[t]
         if in_a[i] == 0:
+            touched_outside += 1
             violation = 1.0 - y[i] * (bias_w + score[i])
+            outside_loss += _loss(violation, loss)
             if violation > eps:
                 found = insert_topk(i, violation, kappa, top_row, top_val, found)
     untouched_negative = 1.0 + bias_w
+    outside_loss += (n_outside - touched_outside) * _loss(untouched_negative, loss)
     scanned = 0
     if untouched_negative > eps and (found < kappa or untouched_negative > top_val[kappa - 1]):
         for i in range(y.shape[0]):
@@ -188,7 +204,7 @@ def _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in
         i = touched[t]
         score[i] = 0.0
         seen[i] = 0
-    return found, n_touched + scanned
+    return found, n_touched + scanned, outside_loss
 
 
 @njit(cache=True, nogil=True)
@@ -200,16 +216,18 @@ def _row_margin(indptr, indices, data, i, w):
 
 
 @njit(cache=True, nogil=True)
-def _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val):
+def _search_rows(indptr, indices, data, w, y, in_a, loss, eps, kappa, top_row, top_val):
     """Exact search row by row: cheaper than by columns once w touches most columns of X.
-    Returns (rows found, rows touched: all of them)."""
+    Returns (rows found, rows touched: all of them, the sum of the losses of the rows outside the set)."""
     found = 0
+    outside_loss = 0.0
     for i in range(y.shape[0]):
         if in_a[i] == 0:
             violation = 1.0 - y[i] * _row_margin(indptr, indices, data, i, w)
+            outside_loss += _loss(violation, loss)
             if violation > eps:
                 found = insert_topk(i, violation, kappa, top_row, top_val, found)
-    return found, y.shape[0]
+    return found, y.shape[0], outside_loss
 
 
 @njit(cache=True, nogil=True)
@@ -267,44 +285,61 @@ def _coordinate_descent(indptr, indices, data, rownorm2, y, alpha, u, w, supp_ma
 
 
 @njit(cache=True, nogil=True)
-def _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index):
-    """(primal F(w), dual G(alpha)) for the materialised w = w(alpha); F needs a pass over all rows."""
-    reg = 0.0
+def _norms(w, supp, n_supp, bias_index):
+    """(||w||^2, ||w||_1 without the bias) of a w that is zero outside supp."""
+    sq = 0.0
     l1 = 0.0
-    for j in range(w.shape[0]):
-        reg += w[j] * w[j]
+    for q in range(n_supp):
+        j = supp[q]
+        sq += w[j] * w[j]
         if j != bias_index:
             l1 += abs(w[j])
-    losses = 0.0
-    for i in range(indptr.shape[0] - 1):
-        m = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            m += data[k] * w[indices[k]]
-        d = 1.0 - y[i] * m
-        if d > 0.0:
-            losses += d if loss == HINGE else d * d
-    primal = lam * l1 + 0.5 * tau * reg + C * losses
-    dual = 0.5 * tau * reg
+    return sq, l1
+
+
+@njit(cache=True, nogil=True)
+def _dual(alpha, active, n_active, w, supp, n_supp, loss, C, tau, bias_index):
+    """G(alpha) for the materialised w = w(alpha), zero outside supp (alpha zero outside the active set)."""
+    dual = 0.5 * tau * _norms(w, supp, n_supp, bias_index)[0]
     for q in range(n_active):
         a = alpha[active[q]]
         dual -= a
         if loss == SQUARED_HINGE:
             dual += a * a / (4.0 * C)
-    return primal, dual
+    return dual
+
+
+@njit(cache=True, nogil=True)
+def _primal(indptr, indices, data, y, active, n_active, w, supp, n_supp, outside_loss, loss, C, lam, tau, bias_index):
+    """F(w) for w zero outside supp. Its losses are outside_loss (the rows outside the active set,
+    summed by an exact search) plus a pass over the active rows; a negative outside_loss asks for a
+    pass over all rows instead."""
+    sq, l1 = _norms(w, supp, n_supp, bias_index)
+    if outside_loss < 0.0:
+        losses = 0.0
+        for i in range(y.shape[0]):
+            losses += _loss(1.0 - y[i] * _row_margin(indptr, indices, data, i, w), loss)
+    else:
+        losses = outside_loss
+        for q in range(n_active):
+            i = active[q]
+            losses += _loss(1.0 - y[i] * _row_margin(indptr, indices, data, i, w), loss)
+    return lam * l1 + 0.5 * tau * sq + C * losses
 
 
 @njit(cache=True, nogil=True)
 def _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a,
-                  eps, kappa, score, touched, seen, top_row, top_val):
+                  n_outside, loss, eps, kappa, score, touched, seen, top_row, top_val):
     """Search with the exact w: by columns (two-level threshold honoured), or by rows when the
-    columns of w would cover more than half of X anyway. Returns (rows found, rows touched)."""
+    columns of w would cover more than half of X anyway. Returns (rows found, rows touched, the
+    losses of the rows outside the set: exact when x_threshold is 0)."""
     cost = 0
     for q in range(nnz):
         cost += c_ptr[w_idx[q] + 1] - c_ptr[w_idx[q]]
     if x_threshold == 0.0 and 2 * cost > indptr[indptr.shape[0] - 1]:
-        return _search_rows(indptr, indices, data, w, y, in_a, eps, kappa, top_row, top_val)
-    return _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa, score,
-                   touched, seen, top_row, top_val)
+        return _search_rows(indptr, indices, data, w, y, in_a, loss, eps, kappa, top_row, top_val)
+    return _search(w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, n_outside, loss, eps, kappa,
+                   score, touched, seen, top_row, top_val)
 
 
 @njit(cache=True, nogil=True)
@@ -341,6 +376,7 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
             n_active += 1
     n_supp = 0
     pg_last = np.inf
+    outside_loss = -1.0
     status = STATUS_MAX_ITER
     it = 0
     t_prev = t_start
@@ -355,26 +391,39 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
                 nnz += 1
         bias_w = w[bias_index] * bias_value if bias_index >= 0 else 0.0
         t_b = monotonic_ns()
+        n_outside = n - n_active
         if draws <= 0 or nnz <= draws:
             s_nnz = nnz
-            found, n_touched = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
-                                  x_threshold, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
+            found, n_touched, outside_loss = _exact_search(
+                indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a,
+                n_outside, loss, eps, kappa, score, touched, seen, top_row, top_val)
         else:
             s_nnz = sparsify(w_idx, w_val, nnz, draws, s_idx, s_val, mark, cumulative)
-            found, n_touched = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y, in_a, eps, kappa,
-                            score, touched, seen, top_row, top_val)
+            found, n_touched, outside_loss = _search(s_idx, s_val, s_nnz, bias_w, c_ptr, c_row, c_val, x_threshold, y,
+                                                     in_a, n_outside, loss, eps, kappa, score, touched, seen,
+                                                     top_row, top_val)
         if s_nnz < nnz or x_threshold > 0.0:
             # an inexact search (sparsified w or thresholded X) only proposes: keep the rows that truly
             # violate, and let only an exact, unthresholded search declare that none is left
+            outside_loss = -1.0
             found = _keep_violating(indptr, indices, data, w, y, eps, top_row, found)
             if found == 0:
-                found, n_exact = _exact_search(indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val,
-                                      0.0, y, in_a, eps, kappa, score, touched, seen, top_row, top_val)
+                found, n_exact, outside_loss = _exact_search(
+                    indptr, indices, data, w, w_idx, w_val, nnz, bias_w, c_ptr, c_row, c_val, 0.0, y, in_a,
+                    n_outside, loss, eps, kappa, score, touched, seen, top_row, top_val)
                 n_touched += n_exact
         t_c = monotonic_ns()
+        if record and it > 0:
+            # the previous iteration's primal: w has not moved since, and an exact search has just
+            # summed the losses of the rows outside the active set (outside_loss < 0: it has not)
+            primal = _primal(indptr, indices, data, y, active, n_active, w, supp, n_supp, outside_loss, loss, C, lam,
+                             tau, bias_index)
+            rec[it - 1, 2] = primal
+            rec[it - 1, 4] = primal + rec[it - 1, 3]
         if found == 0 and pg_last <= eps:
             status = STATUS_CONVERGED
             break
+        t_s = monotonic_ns()
         for q in range(found):
             i = top_row[q]
             active[n_active] = i
@@ -395,8 +444,8 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
         t_d = monotonic_ns()
         it += 1
         if record:
-            primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau,
-                                       bias_index)
+            # the primal waits for the next iteration's search (or the end) to need no pass over all rows
+            dual = _dual(alpha, active, n_active, w, supp, n_supp, loss, C, tau, bias_index)
             nnz_now = 0
             for q in range(n_supp):
                 if w[supp[q]] != 0.0:
@@ -404,18 +453,22 @@ def solve_label(rows, rownorm2, columns, y, n_pos, settings, seed, t0_ns, record
             t_now = monotonic_ns()
             rec[it - 1, 0] = (t_now - t0_ns) * 1e-9
             rec[it - 1, 1] = (t_now - t_prev) * 1e-9
-            rec[it - 1, 2] = primal
             rec[it - 1, 3] = dual
-            rec[it - 1, 4] = primal + dual
             rec[it - 1, 5] = n_active
             rec[it - 1, 6] = nnz_now
             rec[it - 1, 7] = s_nnz
             rec[it - 1, 8] = n_touched
             rec[it - 1, 9] = (t_c - t_b) * 1e-9
-            rec[it - 1, 10] = (t_d - t_c - maintain_ns) * 1e-9
+            rec[it - 1, 10] = (t_d - t_s - maintain_ns) * 1e-9
             rec[it - 1, 11] = (t_b - t_a + maintain_ns) * 1e-9
             t_prev = t_now
-    primal, dual = _objectives(indptr, indices, data, y, alpha, active, n_active, w, loss, C, lam, tau, bias_index)
+    # converged: the last search was exact and w has not moved since; stopped at max_iter: a full pass
+    primal = _primal(indptr, indices, data, y, active, n_active, w, supp, n_supp,
+                     outside_loss if status == STATUS_CONVERGED else -1.0, loss, C, lam, tau, bias_index)
+    dual = _dual(alpha, active, n_active, w, supp, n_supp, loss, C, tau, bias_index)
+    if record and status == STATUS_MAX_ITER:
+        rec[it - 1, 2] = primal
+        rec[it - 1, 4] = primal + rec[it - 1, 3]
     alpha_l1 = 0.0
     for q in range(n_active):
         alpha_l1 += alpha[active[q]]
