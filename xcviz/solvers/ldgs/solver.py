@@ -49,6 +49,7 @@ UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "trai
              "gradient_error_row_mean", "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
+DIVERGED = 20.0  # a run whose sample objective exceeds this multiple of its reference has diverged
 
 
 class LdgsParams(param.Parameterized):
@@ -247,6 +248,20 @@ class _Diagnostics:
             return {"p_at_1": _top_precision(S, ptr, idx, 1), "p_at_5": _top_precision(S, ptr, idx, 5)}
         return {"accuracy": (S.argmax(axis=1) == idx).astype(float)}
 
+    def objective(self, W: np.ndarray, embed: Callable) -> float:
+        """The exact objective on the training sample (the `objective` of `measure`, alone)."""
+        phi = embed(self.rows)
+        ptr, idx = self.pos
+        total = 0.0
+        for start in range(0, phi.shape[0], DIAGNOSTIC_CHUNK):
+            sel = np.arange(start, min(start + DIAGNOSTIC_CHUNK, phi.shape[0]))
+            p_ptr, p_idx = _take(ptr, idx, sel)
+            S = _scores(W, phi[sel])
+            value, level = np.empty(sel.size), np.empty(sel.size)
+            exact_loss_grad(S, p_ptr, p_idx, self.loss, self.mu, np.empty_like(S), value, level)
+            total += float(value.sum())
+        return total / phi.shape[0]
+
     def measure(self, W: np.ndarray, embed: Callable, estimators: dict, trained: str) -> dict:
         """One record's diagnostics; `estimators` maps mips, decomp and the trained kind to estimators."""
         phi = embed(self.rows)
@@ -288,13 +303,17 @@ class _Diagnostics:
         return out
 
 
-def _check_finite(W: np.ndarray, V: np.ndarray, epoch: int, eta0: float) -> None:
-    """Stop a run whose step size made the model blow up (the learned embedding with the
-    cross-entropy at eta0 = 1 on Bibtex reached an objective of 1e75 within an epoch, then NaN): its
-    numbers would be meaningless, and a run that ends as if it trained misleads."""
-    if not (np.isfinite(W).all() and np.isfinite(V).all()):
-        raise ValueError(f"LDGS diverged in epoch {epoch}: the model's weights are no longer finite; "
-                         f"a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+def _check_diverged(objective: float, reference: float, epoch: int, eta0: float) -> None:
+    """Stop a run whose step size made the model blow up: its numbers would be meaningless, and a run
+    that ends as if it trained misleads. The learned embedding with the cross-entropy at eta0 = 1
+    on Bibtex reached an objective of 1e75 within an epoch, then NaN; on a 40-class problem every
+    estimator at eta0 = 10 ended at objectives of 1e78 to 1e267 with finite weights, so a finite
+    model is not enough: the objective on the diagnostic sample must stay within DIVERGED times
+    `reference` (the larger of its value at the start and log K, the cross-entropy of W = 0)."""
+    if not objective <= DIVERGED * reference:
+        raise ValueError(f"LDGS diverged in epoch {epoch}: the objective on the diagnostic sample rose to "
+                         f"{objective:.4g}, above {DIVERGED:g} times {reference:.4g} (its start or log K, the "
+                         f"larger); a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
 def is_multilabel(Y) -> bool:
@@ -341,7 +360,7 @@ class _Ldgs(Driver):
             V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
         self.V = V
         self.tanh = p.tanh and p.embedding == "learned"
-        # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
+        # a record after a batch reads that batch's eta; the objective is checked for blow-ups after every epoch
         self.schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch,
                                       np.random.default_rng([p.seed, 3]))
         self.total, self.batch, self.per_epoch = self.schedule.total, self.schedule.batch, self.schedule.per_epoch
@@ -381,6 +400,7 @@ class _Ldgs(Driver):
                                         self.mu, self.multilabel)
         self.counters = dict.fromkeys(CLOCK, 0.0)
         self.eta = p.eta0
+        self.reference = max(self.diagnostics.objective(W, self.embed), float(np.log(K)))
         return {"n": self.n, "n_features": self.D, "n_labels": K, "embedding_dim": h, "blocks": self.B,
                 "retrieve": q, "probes": probes, "mu": self.mu, "multilabel": self.multilabel}
 
@@ -434,7 +454,14 @@ class _Ldgs(Driver):
 
     def after_step(self, step: int) -> None:
         if self.schedule.ends_epoch(step):
-            _check_finite(self.W, self.V, step // self.per_epoch, self.p.eta0)
+            last = self.last_row
+            if last is not None and last["batch"] == step:
+                objective = last["objective"]
+            else:  # no record of this batch (no recorder): measured aside, not training time
+                with self.clock.measuring():
+                    objective = self.diagnostics.objective(self.W, self.embed)
+            finite = np.isfinite(self.W).all() and np.isfinite(self.V).all()
+            _check_diverged(objective if finite else np.nan, self.reference, step // self.per_epoch, self.p.eta0)
 
     def window(self, step: int) -> dict:
         row = {"batch": step, "epoch": step / self.per_epoch, "eta": self.eta, **self.counters}
