@@ -31,7 +31,7 @@ from ...engine.ldgs import (CE, MARGIN, all_scores, embedding_gradient, exact_lo
                            step_features)
 from ...engine.ldgs_measure import support_stats, top_precision
 from ...engine.sparse import take_rows
-from ...oracles.block_index import BlockSphericalIndex
+from ...oracles.block_index import REDUCTIONS, BlockSphericalIndex
 from .._driver import Driver
 from .._multiclass import kernel_rows, with_columns
 from ..batch_schedule import BatchSchedule
@@ -95,6 +95,10 @@ class LdgsParams(param.Parameterized):
         "Clusters probed per query; their members are scored on the index's coordinates, the best Q kept. "
         "0 = enough clusters to hold about Q classes multiclass (the paper's query: 1 for K = 50,000) and 5 Q "
         "multi-label (41 on Bibtex), ceil(f Q clusters / K) (see default_probes)."))
+    reduction = param.Selector(default="cosine", objects=list(REDUCTIONS), doc=(
+        "What the mips and decomp indexes cluster: cosine, the MIPS-to-cosine reduction (Auvolat et al.: "
+        "each class row gains sqrt(M^2 - ||w||^2), the query 0, so the nearest direction is the largest "
+        "inner product, norms included); none, the rows' directions alone (norms ignored)."))
     kmeans_iter = param.Integer(default=5, bounds=(1, 1000), doc="Lloyd iterations when an index is built.")
     sampled = param.Integer(default=0, bounds=(0, 10**8), doc="sampled: negatives drawn per sample; 0 = K/100.")
     reindex_every = param.Integer(default=50, bounds=(1, 10**6), doc=(
@@ -380,9 +384,8 @@ class _Ldgs(Driver):
         common = dict(loss=self.loss, mu=self.mu, q=q, steps=p.steps, tau2=p.tau2,
                       sample=min(K, p.sampled or max(1, K // 100)), seed=p.seed, restrict=p.restrict)
         self.probes = probes = p.probes or default_probes(q, p.clusters, K, self.multilabel)
-        self.indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
-                        "decomp": BlockSphericalIndex(W, block_bounds(h, self.B), p.clusters, probes, p.kmeans_iter,
-                                                      p.seed)}
+        self.indexes = {kind: BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed,
+                                                  p.reduction) for kind, B in (("mips", 1), ("decomp", self.B))}
         self.estimators = {kind: Estimator(kind, W, index=self.indexes.get(kind), **common) for kind in ESTIMATORS}
         self.dirty = {kind: np.zeros(K, np.bool_) for kind in self.indexes}
         sample = np.sort(np.random.default_rng([p.seed, 1]).choice(self.n, min(p.sample_size, self.n), replace=False))
