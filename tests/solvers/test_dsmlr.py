@@ -138,6 +138,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xcviz.cli", *argv], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_issue_41_command_trains_in_a_real_process():
     """`xcviz train bibtex --solver dsmlr --mode lc|lbfgs --lam 0.5` exited 2 with the SGD step's
     refusal. In a process of its own: lc and lbfgs train to L-BFGS's optimum of Bibtex at lambda 0.5
