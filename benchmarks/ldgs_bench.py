@@ -34,13 +34,15 @@ PROBLEMS = {
     "synthetic K=50k": ({"n": 5_600, "d": 20_000, "labels": 50_000, "noise": 0.6, "zipf": 1.0}, 2),
     "bibtex": ("bibtex", 3),
 }
+FORMER_INDEX = "directions index (reduction none, the former default)"
 VARIANTS = {  # extra rows: label -> parameters
     "synthetic K=50k": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
                         "decomp, contiguous blocks": {"gradient": "decomp", "deal": False},
                         # the probed clusters hold about 5 Q classes, not Q: ceil(5 x 500 x 100 / 50,000)
                         "decomp, 5 probes (5 Q, the former default)": {"gradient": "decomp", "probes": 5},
                         "mips, 5 probes (5 Q, the former default)": {"gradient": "mips", "probes": 5},
-                        SAMPLED_MARGIN: {"gradient": "sampled"}},
+                        SAMPLED_MARGIN: {"gradient": "sampled"},
+                        **{f"{g}, {FORMER_INDEX}": {"gradient": g, "reduction": "none"} for g in ("mips", "decomp")}},
     "bibtex": {"decomp, unrestricted": {"gradient": "decomp", "restrict": False},
                "decomp, contiguous blocks": {"gradient": "decomp", "deal": False},
                # ceil(Q C / K) = ceil(13 x 100 / 159)
@@ -48,7 +50,8 @@ VARIANTS = {  # extra rows: label -> parameters
                "mips, 9 probes (the paper's query size)": {"gradient": "mips", "probes": 9},
                SAMPLED_MARGIN: {"gradient": "sampled"},
                "decomp, Q = 39 (the former multi-label rule)": {"gradient": "decomp", "retrieve": 39},
-               "mips, Q = 39 (the former multi-label rule)": {"gradient": "mips", "retrieve": 39}},
+               "mips, Q = 39 (the former multi-label rule)": {"gradient": "mips", "retrieve": 39},
+               **{f"{g}, {FORMER_INDEX}": {"gradient": g, "reduction": "none"} for g in ("mips", "decomp")}},
 }
 COMMON = {"records_per_epoch": 2, "sample_size": 100}
 SCALING_K = (10_000, 50_000, 100_000, 200_000)  # the speed ratio against K: the synthetic problem's K
@@ -128,6 +131,8 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
                                                                      "certified_decomp", "active_set", "retrieved")},
                               **{k: float(rec[k].sum()) for k in CLOCK}}
             print(name, gradient, {k: v for k, v in rows[gradient].items() if k != "curve"}, flush=True)
+            if gradient == "decomp":
+                recall = _recall_table(model, train)
         for _ in range(SPEED_REPEATS):  # the speed ratio: exact and decomp again, alternated, without records
             for gradient in ("exact", "decomp"):
                 model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=epochs, **COMMON, gradient=gradient),
@@ -151,10 +156,49 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
             rows[gradient]["timed_epochs"] = model.info["epochs_done"]
             print(name, gradient, "at decomp's time", rows[gradient]["timed_quality"], flush=True)
         out[name] = {"rows": rows, "n_train": train.n, "n_test": test.n, "K": train.n_labels, "epochs": epochs,
-                     "load": (load_before, os.getloadavg())}
+                     "load": (load_before, os.getloadavg()), "index_recall": recall}
     if "synthetic K=50k" in names:
         out[SCALING] = bench_scaling()
     return out
+
+
+def index_recall(W: np.ndarray, phi: np.ndarray, blocks: int, probes: int, k: int = 10,
+                 clusters: int = 100, seed: int = 0) -> dict[str, float]:
+    """Recall of the true top k (by inner product, among the non-zero rows of W: the zero rows are
+    never indexed) in the top k of a `blocks`-block index's summed block scores, for each reduction,
+    at `probes` probes: the mips index (blocks = 1) answers the inner product itself; decomp's blocks
+    are scored by the sum of the block scores they retrieved (the other blocks' scores of a class
+    counted exactly), the candidates its message passing starts from."""
+    from xcviz.oracles.block_index import REDUCTIONS, BlockSphericalIndex
+    from xcviz.solvers.ldgs.search import block_bounds
+
+    live = np.flatnonzero((W != 0.0).any(axis=1))
+    exact = phi @ W[live].T
+    truth = live[np.argsort(-exact, axis=1, kind="stable")[:, :k]]
+    out = {}
+    for reduction in REDUCTIONS:
+        index = BlockSphericalIndex(W, block_bounds(W.shape[1], blocks), clusters, probes, 5, seed, reduction)
+        S, _, _, _ = index.search(np.ascontiguousarray(phi), k)
+        found = []
+        for i in range(phi.shape[0]):
+            cand = np.unique(S[i][S[i] >= 0])
+            top = cand[np.argsort(-(W[cand] @ phi[i]), kind="stable")[:k]]
+            found.append(np.intersect1d(top, truth[i]).size / k)
+        out[reduction] = float(np.mean(found))
+    return out
+
+
+def _recall_table(model, train) -> dict[str, dict[str, float]]:
+    """index_recall of both reductions on decomp's trained W, 1,000 training rows, for mips's one
+    block and decomp's B, at the default probes and at 5."""
+    from xcviz.solvers.ldgs.solver import default_probes, default_retrieve, is_multilabel
+
+    rows = np.random.default_rng(0).choice(train.n, min(1000, train.n), replace=False)
+    phi, W = model.embed(train.X[rows]), np.ascontiguousarray(model.W)
+    K = W.shape[0]
+    probes = default_probes(default_retrieve(K), 100, K, is_multilabel(train.Y))
+    return {f"{B} block{'s' * (B > 1)}, {p} probes": index_recall(W, phi, B, p)
+            for B in (1, model.info["blocks"]) for p in sorted({probes, 5})}
 
 
 def bench_scaling() -> list[dict]:
@@ -263,6 +307,12 @@ def render(results: dict) -> list[str]:
                       + " (seed 0 is the table's; the seed moves the SVD, the clusters and the shuffles): "
                       + "; ".join(f"{g} " + ", ".join(f"{v:.2f}" for v in q) + f" (mean {np.mean(q):.2f})"
                                   for g, q in seeded.items()) + ".", ""]
+        if "index_recall" in res:
+            lines += ["Recall of the true top 10 (inner product over the non-zero rows of decomp's trained W, 1,000 "
+                      "training rows) by the index with the MIPS-to-cosine reduction (the default) and by the "
+                      "directions index (reduction none): "
+                      + "; ".join(f"{k} {v['cosine']:.3f} against {v['none']:.3f}" for k, v in res["index_recall"].items())
+                      + ".", ""]
         gap = rows["exact"]["quality"] - rows["decomp"]["quality"]
         mips_short = rows["exact"]["quality"] - rows["mips"]["quality"]
         lead = rows["decomp"]["quality"] - rows["mips"]["quality"]

@@ -275,16 +275,6 @@ def test_memoir_at_the_papers_lambda_says_why_it_learned_little(capsys):
         assert (PAPER_LAM_NOTE in capsys.readouterr().err) is noted
 
 
-@pytest.mark.parametrize("mode", ["lbfgs", "lc"])
-def test_dsmlr_modes_without_an_sgd_step_are_not_refused_for_it(capsys, mode):
-    """Issue 41: lbfgs and lc take no SGD step, so lambda 0.5 with the default alpha is not refused
-    for a decay they never apply."""
-    code, out, err = _run(capsys, "train", "bibtex", "--solver", "dsmlr", "--mode", mode, "--lam", "0.5",
-                          "--epochs", "1", "--threads", "1", "--json")
-    assert code == 0, err
-    assert json.loads(out.strip().splitlines()[-1])["mode"] == mode
-
-
 def test_every_solver_parameter_has_a_generated_option_with_its_doc():
     """The train and spec options come from the parameter classes: each parameter is --NAME (a
     switch pair for a Boolean), typed by its kind, helped by its doc, a Selector's choices shown."""

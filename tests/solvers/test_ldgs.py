@@ -214,6 +214,22 @@ def test_a_step_size_that_blows_the_model_up_fails_the_run_and_says_what_to_chan
     assert np.isfinite(model.W).all() and np.isfinite(model.info["objective"])
 
 
+@pytest.mark.parametrize("gradient", ["exact", "sampled", "mips", "decomp"])
+def test_every_estimator_fails_a_run_whose_step_blows_the_objective_up(gradient):
+    """The learned embedding with the cross-entropy on 40 classes: at eta0 = 10 every estimator's
+    objective passed 1e66 within an epoch with finite weights, and the runs ended as if trained
+    (only non-finite weights were refused). Now a batch's loss 1000 times the first's, or the first
+    epoch's sample objective above 20 times log 40, fails the run naming a smaller step; at eta0 = 0.1 each trains below its start (3.54)."""
+    ds = generate(600, 80, 40, multiclass=True, avg_nnz=10, seed=4)
+    params = dict(gradient=gradient, loss="ce", embedding="learned", dim=16, blocks=4, epochs=2)
+    with pytest.raises(ValueError, match=r"diverged in epoch [01]\b.*(a batch's mean loss|above 20 times 3\.689).*try --set eta0=1\)"):
+        fit_ldgs(ds.X, ds.Y, LdgsParams(**params, eta0=10.0), threads=2)
+    sink = MemorySink()
+    model = fit_ldgs(ds.X, ds.Y, LdgsParams(**params, eta0=0.1), threads=2, recorder=sink)
+    start = sink.frame("iteration")["objective"].iloc[0]
+    assert start == pytest.approx(3.539, abs=1e-3) and model.info["objective"] < 3.0  # measured 1.94 to 2.75
+
+
 def _run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()

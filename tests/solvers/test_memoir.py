@@ -270,6 +270,31 @@ def test_bad_input_is_refused_with_a_clear_error(small):
         MemoirParams(oracle="nope")
 
 
+def _accuracy(model, X, y) -> float:
+    return float((np.asarray((X @ model.weights.T).todense() + model.bias_weights).argmax(axis=1) == y).mean())
+
+
+@pytest.mark.parametrize("oracle", list(ORACLES))
+def test_every_oracle_and_variant_where_the_step_check_bites(small, oracle):
+    """l2's decay 1 - eta lam must stay in (0, 1): eta0 lam = 1 is refused; 0.95 trains, its W on
+    the ball of radius 1/sqrt(lam) (the projection binds), above chance (1/7; measured 0.40-0.44).
+    l1 takes no decay, so eta0 lam = 1 is not refused; there its truncation (lam eta C / |changed|
+    per entry) is larger than any weight: `always` leaves W = 0 (objective 1, the hinge at 0), and
+    `when_small` skips every truncation (Theorem 3's condition), training as unregularised SGD
+    (measured 0.89-0.92)."""
+    X, y = small
+    common = dict(oracle=oracle, eta0=0.5, epochs=3, batch_size=32)
+    with pytest.raises(ValueError, match=r"eta0 \* lam < 1"):
+        fit_memoir(X, y, MemoirParams(variant="l2", lam=2.0, **common))
+    l2 = fit_memoir(X, y, MemoirParams(variant="l2", lam=1.9, **common), threads=2)
+    norm = np.sqrt(l2.weights.multiply(l2.weights).sum() + (l2.bias_weights ** 2).sum())
+    assert norm == pytest.approx(1 / np.sqrt(1.9), rel=1e-9) and _accuracy(l2, X, y) > 2 / 7
+    wiped = fit_memoir(X, y, MemoirParams(variant="l1", lam=2.0, truncation="always", **common), threads=2)
+    assert wiped.weights.nnz == 0 and wiped.info["objective"] == 1.0 and wiped.info["truncations_skipped"] == 0
+    skipped = fit_memoir(X, y, MemoirParams(variant="l1", lam=2.0, **common), threads=2)
+    assert skipped.info["truncations_skipped"] == 1.0 and _accuracy(skipped, X, y) > 0.85
+
+
 SECTOR = Path(__file__).resolve().parents[3] / "shared" / "data" / "sector_pdsparse_partial"
 
 

@@ -858,9 +858,12 @@ def exact_loss_grad(S, pos_ptr, pos_idx, loss, mu, grad, value, level):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def cone_stats(W, lo, hi, assign, centroids):
+def cone_stats(W, lo, hi, assign, centroids, bound):
     """Per cluster of a block index: the largest and smallest member norm and the smallest cosine
-    between a member and its centroid (for the retrieval certificate's cone bound)."""
+    between a member and its centroid (for the retrieval certificate's cone bound). bound M > 0:
+    the index clusters the reduced rows u = [w, sqrt(M^2 - ||w||^2)] (see mips.unit_block_rows) and
+    its centroids have the extra coordinate: the norms and cosines are those of u (a query [x, 0]
+    scores u.[x, 0] = w.x, so the cone bound holds for u as it does for w)."""
     C = centroids.shape[0]
     K = W.shape[0]
     r_max = np.zeros(C)
@@ -873,6 +876,10 @@ def cone_stats(W, lo, hi, assign, centroids):
         for t in range(lo, hi):
             s += W[k, t] * W[k, t]
             d += W[k, t] * centroids[assign[k], t - lo]
+        if bound > 0.0 and s > 0.0:  # a zero row stays zero: no direction, not reduced
+            tail = np.sqrt(max(0.0, bound * bound - s))
+            s += tail * tail
+            d += tail * centroids[assign[k], hi - lo]
         norms[k] = np.sqrt(s)
         cosines[k] = d / norms[k] if norms[k] > 0.0 else 1.0
     for k in range(K):

@@ -423,14 +423,24 @@ def move_rows(unit, assign, fresh, classes, moved_to, sums, sizes):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def unit_block_rows(W, classes, lo, hi):
+def unit_block_rows(W, classes, lo, hi, bound):
     """The rows `classes` of W[:, lo:hi], each scaled to unit length (a zero row stays zero): the
-    numbers of `unit_rows` on a copy, in one pass over the rows instead of a gather and a pass."""
-    out = np.empty((classes.shape[0], hi - lo))
+    numbers of `unit_rows` on a copy, in one pass over the rows instead of a gather and a pass.
+
+    bound M > 0: the MIPS-to-cosine reduction (Auvolat et al. 2015; SimpleLSH's P): each non-zero
+    row gains the coordinate sqrt(M^2 - ||w||^2) (0 if ||w|| > M) before the scaling, so that the
+    unit rows' inner product with a query [x, 0] is w.x / M, the inner product itself (the norm
+    counts), not the cosine. The rows then have hi - lo + 1 columns."""
+    width = hi - lo + (1 if bound > 0.0 else 0)
+    out = np.zeros((classes.shape[0], width))
     for t in prange(classes.shape[0]):
         k = classes[t]
         for d in range(lo, hi):
             out[t, d - lo] = W[k, d]
+        if bound > 0.0:
+            s = _sq(out[t, :hi - lo])
+            if s > 0.0:
+                out[t, hi - lo] = np.sqrt(max(0.0, bound * bound - s))
         _to_unit(out[t])
     return out
 

@@ -13,6 +13,18 @@ member and cost more to refresh and lay out than the search itself (BENCHMARKS.m
 the oracle's rule: a changed row is moved to its
 nearest centroid in every block, cluster sums stay exact, and one Lloyd pass re-assigns every row
 once the re-indexed rows reach K. One block (bounds = [0, h]) is Algorithm 1's index.
+
+What is clustered (`reduction`): "cosine" (the default) the MIPS-to-cosine reduction of Auvolat et
+al. that the LDGS paper builds on: every non-zero block row w gains sqrt(M^2 - ||w||^2) (M the
+block's norm bound) and the query 0, so that the reduced rows' cosine with the query ranks the
+classes by inner product, norms included; "none" clusters the rows' directions alone (the index
+before issue 41): a long row among short ones in another direction sits in a cluster the query
+does not probe. The reduced centroids' extra coordinate meets the query's 0, so the search probes
+with their block coordinates, as before. M is (1 + NORM_SLACK) times the median norm (not the
+largest, see BOUND_QUANTILE), reset by the rule of norm_bound.py when that level leaves its band;
+a reset re-reads every row and re-assigns it (one Lloyd pass). A row longer than M is clamped
+onto the sphere (extra coordinate 0): it is indexed by its direction alone, as "none" indexes
+every row.
 """
 from __future__ import annotations
 
@@ -20,25 +32,51 @@ import numpy as np
 
 from ..engine.ldgs import block_live, cone_bound, cone_stats, live_members, search_blocks
 from ..engine.mips import (cluster_sums, initial_centroids, move_rows, nearest_centroid, normalised_centroids,
-                           unit_block_rows, unit_rows)
+                           unit_block_rows)
+from .norm_bound import norm_bound, outside_band
+
+REDUCTIONS = ("cosine", "none")
+NORM_SLACK = 0.1  # M's head room over the norm level (SimpleLSH's default lsh_norm_slack)
+# M follows this quantile of the non-zero block-row norms, not their maximum: LDGS's norms are skewed
+# (the bench's K = 50,000 problem after 2 epochs: median 0.31, 99th percentile 3.4, largest 8.9), and
+# M at the largest put nearly every row on the appended axis, one crowded direction; rows above M
+# are clamped onto the sphere (their direction alone). Measured there (recall of the true top 10,
+# docs/families/ldgs.md): the median beat the 0.9 and 0.99 quantiles and the maximum
+BOUND_QUANTILE = 0.5
 
 
 class _Block:
-    """The index of one block: unit rows, centroids, assignment and cluster sums (the member lists
-    of all blocks are built together, see BlockSphericalIndex.stacked)."""
+    """The index of one block: unit (or reduced unit) rows, centroids, assignment and cluster sums
+    (the member lists of all blocks are built together, see BlockSphericalIndex.stacked)."""
 
     def __init__(self, W: np.ndarray, lo: int, hi: int, n_clusters: int, kmeans_iter: int, seed: int,
-                 assign: np.ndarray) -> None:
-        self.lo, self.hi, self.seed = lo, hi, seed
+                 assign: np.ndarray, reduced: bool) -> None:
+        self.lo, self.hi, self.seed, self.reduced = lo, hi, seed, reduced
         self.assign = assign  # a row of the index's B x K assignment, written in place
         K = W.shape[0]
         self.ids = np.arange(K, dtype=np.int64)
-        self.unit = np.array(W[:, lo:hi], order="C")  # a copy: unit_rows works in place
-        unit_rows(self.unit)
+        self._read(W)
         self.centroids = initial_centroids(self.unit, n_clusters, seed)
         for _ in range(kmeans_iter):
             self.lloyd()
         self.changed = 0
+        self.resets = 0  # resets of M (every row re-read) since the build
+
+    def _read(self, W: np.ndarray) -> None:
+        """Every row's norm, the bound M (0: no reduction) and the unit rows, from W."""
+        self.norms = self.norms_of(W, self.ids)
+        self.bound = norm_bound(self.level(), NORM_SLACK) if self.reduced else 0.0
+        self.unit = unit_block_rows(W, self.ids, self.lo, self.hi, self.bound)
+
+    def level(self) -> float:
+        """The norm M follows: the BOUND_QUANTILE quantile of the non-zero rows' norms (0 if none)."""
+        live = self.norms[self.norms > 0.0]
+        return float(np.quantile(live, BOUND_QUANTILE)) if live.size else 0.0
+
+    def norms_of(self, W: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """The norms of the block rows `classes` of W."""
+        block = W[classes, self.lo:self.hi]
+        return np.sqrt(np.einsum("ij,ij->i", block, block))
 
     def lloyd(self) -> None:
         self.assign[:] = nearest_centroid(self.unit, self.ids, self.centroids)
@@ -46,7 +84,15 @@ class _Block:
         self.centroids = normalised_centroids(self.sums, self.sizes, self.unit, self.assign, self.seed)
 
     def update(self, W: np.ndarray, classes: np.ndarray) -> None:
-        fresh = unit_block_rows(W, classes, self.lo, self.hi)
+        if self.reduced:
+            self.norms[classes] = self.norms_of(W, classes)
+            if outside_band(self.level(), self.bound, NORM_SLACK):  # a new M: every row again
+                self._read(W)
+                self.lloyd()
+                self.changed = 0
+                self.resets += 1
+                return
+        fresh = unit_block_rows(W, classes, self.lo, self.hi, self.bound)
         moved_to = nearest_centroid(fresh, classes, self.centroids)
         move_rows(self.unit, self.assign, fresh, classes, moved_to, self.sums, self.sizes)
         self.changed += classes.size
@@ -63,14 +109,18 @@ class BlockSphericalIndex:
     keeps the live flags, or `update`, which also re-indexes them)."""
 
     def __init__(self, W: np.ndarray, bounds: np.ndarray, clusters: int = 100, probes: int = 5,
-                 kmeans_iter: int = 5, seed: int = 0) -> None:
+                 kmeans_iter: int = 5, seed: int = 0, reduction: str = "cosine") -> None:
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {reduction!r}")
         self.W = W
+        self.reduction = reduction
         self.bounds = np.asarray(bounds, np.int64)
         self.probes = probes
         n_clusters = max(1, min(clusters, W.shape[0]))
         B = self.bounds.shape[0] - 1
         self._assign = np.empty((B, W.shape[0]), np.int64)
-        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j, self._assign[j])
+        self.blocks = [_Block(W, int(lo), int(hi), n_clusters, kmeans_iter, seed + j, self._assign[j],
+                              reduction == "cosine")
                        for j, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:]))]
         self._lists = (np.empty((B, n_clusters + 1), np.int64), np.empty((B, W.shape[0]), np.int64),
                        np.empty((B, n_clusters), np.bool_))
@@ -98,7 +148,7 @@ class BlockSphericalIndex:
             C = self.blocks[0].centroids.shape[0]
             cent = np.zeros((self.n_blocks, width, C))
             for j, b in enumerate(self.blocks):
-                cent[j, :b.hi - b.lo] = b.centroids.T
+                cent[j, :b.hi - b.lo] = b.centroids[:, :b.hi - b.lo].T  # a reduced one's extra meets the query's 0
             ptr, ids, has_dead = self._lists
             live_members(self._assign, self._live, ptr, ids, has_dead)
             self._stacked = (cent, ptr, ids, self._live, has_dead)
@@ -138,6 +188,6 @@ class BlockSphericalIndex:
     def upper_bound(self, phi: np.ndarray, j: int, probed: np.ndarray, cut: np.ndarray) -> np.ndarray:
         """Per query, an upper bound of block j's score of every class it did not keep (see cone_bound)."""
         b = self.blocks[j]
-        r_max, r_min, cos_min = cone_stats(self.W, b.lo, b.hi, b.assign, b.centroids)
+        r_max, r_min, cos_min = cone_stats(self.W, b.lo, b.hi, b.assign, b.centroids, b.bound)
         return cone_bound(np.ascontiguousarray(phi), b.lo, b.hi, b.centroids, b.sizes, probed, r_max, r_min,
                           cos_min, cut)

@@ -26,6 +26,7 @@ from ..engine.mips import (
     simplelsh_codes,
 )
 from .indexed import IndexedOracle
+from .norm_bound import norm_bound, outside_band
 from .sketch import Sketch
 
 CHUNK = 32
@@ -91,8 +92,7 @@ class SimpleLSHOracle(IndexedOracle):
 
     def _rehash(self) -> None:
         """A new bound M from the largest norm, and every code again."""
-        top = float(self._norms.max())
-        self.bound = (1.0 + self.params.lsh_norm_slack) * top if top > 0.0 else 1.0
+        self.bound = norm_bound(float(self._norms.max()), self.params.lsh_norm_slack)
         self._codes = simplelsh_codes(self._proj, self._norms, self._extra, self.bound)
         self._tabulate()
 
@@ -102,17 +102,11 @@ class SimpleLSHOracle(IndexedOracle):
             self._bucket_ptr, self._bucket_ids = band_tables(self._codes, self.params.lsh_bands,
                                                              self.params.lsh_band_bits)
 
-    def _outside_band(self, top: float) -> bool:
-        """Whether the largest norm left [M / (1 + slack)^2, M] (M = 1 while every vector is zero)."""
-        if top == 0.0:
-            return self.bound != 1.0
-        return top > self.bound or top * (1.0 + self.params.lsh_norm_slack) ** 2 < self.bound
-
     def _reindex(self, classes: np.ndarray) -> None:
         proj, norms = self._sketch_classes(classes, self._sketch)
         self._proj[classes] = proj
         self._norms[classes] = norms
-        if self._outside_band(float(self._norms.max())):
+        if outside_band(float(self._norms.max()), self.bound, self.params.lsh_norm_slack):
             self.rehashes += 1
             self._rehash()
         else:

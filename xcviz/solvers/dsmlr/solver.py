@@ -7,7 +7,9 @@ Modes (the parameter Compare varies):
   `xcviz.solvers.dsmlr.distributed` gives the same model).
 - `async`: Algorithm 2 (NOMAD-style): class blocks circulate through per-thread queues; a thread
   refreshes its own b after seeing every class block. Not deterministic: the order in which
-  blocks meet threads depends on the scheduler.
+  blocks meet threads depends on the scheduler. Not barrier-free: every outer iteration ends when
+  every thread has seen every block, and the driver records between them (docs/families/dsmlr.md,
+  "What async synchronises").
 - `lbfgs`: scipy's L-BFGS on the exact objective (2), with a parallel numba gradient.
 - `lc`: the Log-Concavity baseline (Gopal & Yang): alternate the exact b with the K independent
   per-class problems at fixed b, each solved by truncated Newton (engine.newton's CG).
@@ -70,7 +72,7 @@ class DsmlrParams(param.Parameterized):
 
     mode = param.Selector(default="sync", objects=list(MODES), doc=(
         "sync: Algorithm 1 (G x G grid, deterministic); async: Algorithm 2 (NOMAD queues, not "
-        "deterministic); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
+        "deterministic, a barrier after every outer iteration); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
     lam = param.Number(default=1e-4, bounds=(1e-12, 1e3), doc="L2 regularisation lambda of (2).")
     alpha = param.Number(default=0.0, bounds=(0.0, 1e9), doc=(
         "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t). "

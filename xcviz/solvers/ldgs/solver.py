@@ -31,7 +31,7 @@ from ...engine.ldgs import (CE, MARGIN, all_scores, embedding_gradient, exact_lo
                            step_features)
 from ...engine.ldgs_measure import support_stats, top_precision
 from ...engine.sparse import take_rows
-from ...oracles.block_index import BlockSphericalIndex
+from ...oracles.block_index import REDUCTIONS, BlockSphericalIndex
 from .._driver import Driver
 from .._multiclass import kernel_rows, with_columns
 from ..batch_schedule import BatchSchedule
@@ -49,7 +49,8 @@ UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "trai
              "gradient_error_row_mean", "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
-DIVERGED = 1e3  # a batch whose mean loss exceeds this multiple of the first batch's (at least 1) has diverged
+BATCH_DIVERGED = 1e3  # a batch whose mean loss exceeds this multiple of the first batch's (at least 1) has diverged
+DIVERGED = 20.0  # a run whose sample objective exceeds this multiple of its reference has diverged
 
 
 class LdgsParams(param.Parameterized):
@@ -95,6 +96,10 @@ class LdgsParams(param.Parameterized):
         "Clusters probed per query; their members are scored on the index's coordinates, the best Q kept. "
         "0 = enough clusters to hold about Q classes multiclass (the paper's query: 1 for K = 50,000) and 5 Q "
         "multi-label (41 on Bibtex), ceil(f Q clusters / K) (see default_probes)."))
+    reduction = param.Selector(default="cosine", objects=list(REDUCTIONS), doc=(
+        "What the mips and decomp indexes cluster: cosine, the MIPS-to-cosine reduction (Auvolat et al.: "
+        "each class row gains sqrt(M^2 - ||w||^2), the query 0, so the nearest direction is the largest "
+        "inner product, norms included); none, the rows' directions alone (norms ignored)."))
     kmeans_iter = param.Integer(default=5, bounds=(1, 1000), doc="Lloyd iterations when an index is built.")
     sampled = param.Integer(default=0, bounds=(0, 10**8), doc="sampled: negatives drawn per sample; 0 = K/100.")
     reindex_every = param.Integer(default=50, bounds=(1, 10**6), doc=(
@@ -248,6 +253,20 @@ class _Diagnostics:
             return {"p_at_1": _top_precision(S, ptr, idx, 1), "p_at_5": _top_precision(S, ptr, idx, 5)}
         return {"accuracy": (S.argmax(axis=1) == idx).astype(float)}
 
+    def objective(self, W: np.ndarray, embed: Callable) -> float:
+        """The exact objective on the training sample (the `objective` of `measure`, alone)."""
+        phi = embed(self.rows)
+        ptr, idx = self.pos
+        total = 0.0
+        for start in range(0, phi.shape[0], DIAGNOSTIC_CHUNK):
+            sel = np.arange(start, min(start + DIAGNOSTIC_CHUNK, phi.shape[0]))
+            p_ptr, p_idx = _take(ptr, idx, sel)
+            S = _scores(W, phi[sel])
+            value, level = np.empty(sel.size), np.empty(sel.size)
+            exact_loss_grad(S, p_ptr, p_idx, self.loss, self.mu, np.empty_like(S), value, level)
+            total += float(value.sum())
+        return total / phi.shape[0]
+
     def measure(self, W: np.ndarray, embed: Callable, estimators: dict, trained: str) -> dict:
         """One record's diagnostics; `estimators` maps mips, decomp and the trained kind to estimators."""
         phi = embed(self.rows)
@@ -294,17 +313,30 @@ def _check_step(W: np.ndarray, classes: np.ndarray, V: np.ndarray, features: np.
     """Stop a diverging run at the step it diverges: the rows of W (and V) this step changed must
     stay finite, or the next batch's scores feed NaN and inf to the loss kernels (a learned
     embedding at eta0 = 1 made them divide by zero inside numba, issue #42), and the batch's mean
-    estimated loss must stay below DIVERGED times the first batch's (a search run at eta0 = 1 ended
+    estimated loss must stay below BATCH_DIVERGED times the first batch's (a search run at eta0 = 1 ended
     `done` at an objective of 1.7e14). Reads only what the step touched: O(|classes| h)."""
     loss = float(np.mean(losses))
     if not (np.isfinite(loss) and np.isfinite(W[classes]).all() and (features is None or np.isfinite(V[features]).all())):
         what = "the model's weights are no longer finite"
-    elif loss > DIVERGED * start:
+    elif loss > BATCH_DIVERGED * start:
         what = f"a batch's mean loss is {loss:.3g}, against {start:.3g} at the start"
     else:
         return
     raise ValueError(f"LDGS diverged in epoch {step // per_epoch} (batch {step}): {what}; a smaller step size "
                      f"trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+
+
+def _check_diverged(objective: float, reference: float, epoch: int, eta0: float) -> None:
+    """Stop a run whose step size made the model blow up: its numbers would be meaningless, and a run
+    that ends as if it trained misleads. The learned embedding with the cross-entropy at eta0 = 1
+    on Bibtex reached an objective of 1e75 within an epoch, then NaN; on a 40-class problem every
+    estimator at eta0 = 10 ended at objectives of 1e78 to 1e267 with finite weights, so a finite
+    model is not enough: the objective on the diagnostic sample must stay within DIVERGED times
+    `reference` (the larger of its value at the start and log K, the cross-entropy of W = 0)."""
+    if not objective <= DIVERGED * reference:
+        raise ValueError(f"LDGS diverged in epoch {epoch}: the objective on the diagnostic sample rose to "
+                         f"{objective:.4g}, above {DIVERGED:g} times {reference:.4g} (its start or log K, the "
+                         f"larger); a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
 def is_multilabel(Y) -> bool:
@@ -351,7 +383,7 @@ class _Ldgs(Driver):
             V = np.ascontiguousarray(V[:, dealt_components(block_bounds(h, B))])
         self.V = V
         self.tanh = p.tanh and p.embedding == "learned"
-        # a record after a batch reads that batch's eta; the model is checked for blow-ups after every epoch
+        # a record after a batch reads that batch's eta; the objective is checked for blow-ups after every epoch
         self.schedule = BatchSchedule(n, p.batch_size, p.epochs, p.records_per_epoch,
                                       np.random.default_rng([p.seed, 3]))
         self.total, self.batch, self.per_epoch = self.schedule.total, self.schedule.batch, self.schedule.per_epoch
@@ -371,9 +403,8 @@ class _Ldgs(Driver):
         common = dict(loss=self.loss, mu=self.mu, q=q, steps=p.steps, tau2=p.tau2,
                       sample=min(K, p.sampled or max(1, K // 100)), seed=p.seed, restrict=p.restrict)
         self.probes = probes = p.probes or default_probes(q, p.clusters, K, self.multilabel)
-        self.indexes = {"mips": BlockSphericalIndex(W, block_bounds(h, 1), p.clusters, probes, p.kmeans_iter, p.seed),
-                        "decomp": BlockSphericalIndex(W, block_bounds(h, self.B), p.clusters, probes, p.kmeans_iter,
-                                                      p.seed)}
+        self.indexes = {kind: BlockSphericalIndex(W, block_bounds(h, B), p.clusters, probes, p.kmeans_iter, p.seed,
+                                                  p.reduction) for kind, B in (("mips", 1), ("decomp", self.B))}
         self.estimators = {kind: Estimator(kind, W, index=self.indexes.get(kind), **common) for kind in ESTIMATORS}
         self.dirty = {kind: np.zeros(K, np.bool_) for kind in self.indexes}
         sample = np.sort(np.random.default_rng([p.seed, 1]).choice(self.n, min(p.sample_size, self.n), replace=False))
@@ -391,6 +422,7 @@ class _Ldgs(Driver):
                                         self.mu, self.multilabel)
         self.counters = dict.fromkeys(CLOCK, 0.0)
         self.eta = p.eta0
+        self.reference = max(self.diagnostics.objective(W, self.embed), float(np.log(K)))
         return {"n": self.n, "n_features": self.D, "n_labels": K, "embedding_dim": h, "blocks": self.B,
                 "retrieve": q, "probes": probes, "mu": self.mu, "multilabel": self.multilabel}
 
@@ -446,6 +478,16 @@ class _Ldgs(Driver):
 
     def due(self, step: int) -> bool:
         return self.schedule.due(step)
+
+    def after_step(self, step: int) -> None:
+        if self.schedule.ends_epoch(step):
+            last = self.last_row
+            if last is not None and last["batch"] == step:
+                objective = last["objective"]
+            else:  # no record of this batch (no recorder): measured aside, not training time
+                with self.clock.measuring():
+                    objective = self.diagnostics.objective(self.W, self.embed)
+            _check_diverged(objective, self.reference, step // self.per_epoch, self.p.eta0)  # W stays finite (_check_step)
 
     def window(self, step: int) -> dict:
         row = {"batch": step, "epoch": step / self.per_epoch, "eta": self.eta, **self.counters}
