@@ -119,7 +119,7 @@ CASES = {
     "libsvm-test-unseen-labels": Case(lambda f: _libsvm_pair(f, [f"{1000 + k} 1:1" for k in range(5000)]),
                                       ("5000 labels the training file never has", "refused"), "test.svm"),
     "shards-L-5M": Case(_sharded_wide, ("L = 5000000", "refused"), "manifest.json"),
-    **{f"ldgs-learned-{g}-diverges": Case(_ldgs_learned(g, 1.0), ("LDGS diverged", "try --set eta0=0.1"), "epoch 0")
+    **{f"ldgs-learned-{g}-diverges": Case(_ldgs_learned(g, 1.0), ("LDGS diverged in epoch 1", "try --set eta0=0.1"), "LDGS")
        for g in ("decomp", "exact", "mips")},
     "ldgs-learned-trains-at-eta0-0.1": Case(_ldgs_learned("decomp", 0.1), None),
 }

@@ -260,11 +260,13 @@ class RunStore:
         """Refuse a store cut short (a copy or a disk that ended mid-file): SQLite reads its missing
         pages as absent rows, so it listed a run that `wait` and `resume` could not find. SQLite
         writes whole pages, so a file that ends inside one was cut. `size` is the file's, read with
-        os.stat before any connection (the last connection to close checkpoints the log into the
-        file, which rounds it up to whole pages; and opening the file beside SQLite would drop the
-        process's locks on it). A cut on a page boundary shows when a run goes missing (_no_run)."""
-        with self._db() as db:
-            page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        os.stat before any connection, and a size no page size divides is refused without one: the
+        last connection to close checkpoints the log into the file, which rounds it up to whole
+        pages (and opening the file beside SQLite would drop the process's locks on it). A cut on a page boundary shows when a run goes missing (_no_run)."""
+        page_size = 512  # the smallest: a size no page size divides needs no connection to refuse
+        if not size % page_size:
+            with self._db() as db:
+                page_size = db.execute("PRAGMA page_size").fetchone()[0]
         if size % page_size:
             raise StoreError(f"{self.path}: truncated: the file ends inside a page ({size} bytes, pages of "
                              f"{page_size}); move it away to start a new store here")
@@ -362,6 +364,9 @@ class RunStore:
     def _error(self, exc: sqlite3.Error) -> StoreError:
         if not self.path.exists():
             return StoreError(f"{self.path}: the run store is gone ({exc})")
+        if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
+            return StoreError(f"{self.path}: damaged or truncated (SQLite: {exc}); move it away to start a new store "
+                              f"here")
         return StoreError(f"{self.path}: run store error: {exc}")
 
     def _folder(self, run: str) -> Path:

@@ -322,7 +322,7 @@ def _check_step(W: np.ndarray, classes: np.ndarray, V: np.ndarray, features: np.
         what = f"a batch's mean loss is {loss:.3g}, against {start:.3g} at the start"
     else:
         return
-    raise ValueError(f"LDGS diverged in epoch {step // per_epoch} (batch {step}): {what}; a smaller step size "
+    raise ValueError(f"LDGS diverged in epoch {step // per_epoch + 1} (batch {step + 1}): {what}; a smaller step size "
                      f"trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
