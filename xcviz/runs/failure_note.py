@@ -5,6 +5,7 @@ written needs no new space, and the descriptor opened at the start still writes 
 is made read-only. The store shows the note as the run's error (runs whose worker is gone)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -31,8 +32,11 @@ class FailureNote:
         os.fsync(self._fd)
 
     def discard(self) -> None:
+        """Close and remove the note; one left behind is harmless (read only for runs whose worker
+        died while `running`), so a failed removal does not fail the run."""
         os.close(self._fd)
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.unlink()
 
     def close(self) -> None:
         os.close(self._fd)
