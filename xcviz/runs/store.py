@@ -262,7 +262,8 @@ class RunStore:
         writes whole pages, so a file that ends inside one was cut. `size` is the file's, read with
         os.stat before any connection, and a size no page size divides is refused without one: the
         last connection to close checkpoints the log into the file, which rounds it up to whole
-        pages (and opening the file beside SQLite would drop the process's locks on it). A cut on a page boundary shows when a run goes missing (_no_run)."""
+        pages (and opening the file beside SQLite would drop the process's locks on it). A cut on a
+        page boundary shows when a run goes missing (_no_run)."""
         page_size = 512  # the smallest: a size no page size divides needs no connection to refuse
         if not size % page_size:
             with self._db() as db:

@@ -313,17 +313,21 @@ def _check_step(W: np.ndarray, classes: np.ndarray, V: np.ndarray, features: np.
     """Stop a diverging run at the step it diverges: the rows of W (and V) this step changed must
     stay finite, or the next batch's scores feed NaN and inf to the loss kernels (a learned
     embedding at eta0 = 1 made them divide by zero inside numba, issue #42), and the batch's mean
-    estimated loss must stay below BATCH_DIVERGED times the first batch's (a search run at eta0 = 1 ended
-    `done` at an objective of 1.7e14). Reads only what the step touched: O(|classes| h)."""
+    estimated loss must stay below BATCH_DIVERGED times the first batch's (a search run at eta0 = 1
+    ended `done` at an objective of 1.7e14). Reads only what the step touched: O(|classes| h)."""
     loss = float(np.mean(losses))
-    if not (np.isfinite(loss) and np.isfinite(W[classes]).all() and (features is None or np.isfinite(V[features]).all())):
-        what = "the model's weights are no longer finite"
-    elif loss > BATCH_DIVERGED * start:
-        what = f"a batch's mean loss is {loss:.3g}, against {start:.3g} at the start"
-    else:
-        return
-    raise ValueError(f"LDGS diverged in epoch {step // per_epoch + 1} (batch {step + 1}): {what}; a smaller step size "
-                     f"trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+    finite = np.isfinite(W[classes]).all() and (features is None or np.isfinite(V[features]).all())
+    if not (np.isfinite(loss) and finite):
+        raise _diverged(f"{step // per_epoch + 1} (batch {step + 1})", "the model's weights are no longer finite", eta0)
+    if loss > BATCH_DIVERGED * start:
+        raise _diverged(f"{step // per_epoch + 1} (batch {step + 1})",
+                        f"a batch's mean loss is {loss:.3g}, against {start:.3g} at the start", eta0)
+
+
+def _diverged(epoch: str, what: str, eta0: float) -> ValueError:
+    """The one error of a diverged run, whichever check found it: where, what, and the step to try."""
+    return ValueError(f"LDGS diverged in epoch {epoch}: {what}; a smaller step size trains "
+                      f"(eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
 
 
 def _check_diverged(objective: float, reference: float, epoch: int, eta0: float) -> None:
@@ -334,9 +338,8 @@ def _check_diverged(objective: float, reference: float, epoch: int, eta0: float)
     model is not enough: the objective on the diagnostic sample must stay within DIVERGED times
     `reference` (the larger of its value at the start and log K, the cross-entropy of W = 0)."""
     if not objective <= DIVERGED * reference:
-        raise ValueError(f"LDGS diverged in epoch {epoch}: the objective on the diagnostic sample rose to "
-                         f"{objective:.4g}, above {DIVERGED:g} times {reference:.4g} (its start or log K, the "
-                         f"larger); a smaller step size trains (eta0 is {eta0:g}: try --set eta0={eta0 / 10:g})")
+        raise _diverged(str(epoch), f"the objective on the diagnostic sample rose to {objective:.4g}, above "
+                                    f"{DIVERGED:g} times {reference:.4g} (its start or log K, the larger)", eta0)
 
 
 def is_multilabel(Y) -> bool:
@@ -487,7 +490,8 @@ class _Ldgs(Driver):
             else:  # no record of this batch (no recorder): measured aside, not training time
                 with self.clock.measuring():
                     objective = self.diagnostics.objective(self.W, self.embed)
-            _check_diverged(objective, self.reference, step // self.per_epoch, self.p.eta0)  # W stays finite (_check_step)
+            # W stays finite (_check_step): the objective is what can still blow up
+            _check_diverged(objective, self.reference, step // self.per_epoch, self.p.eta0)
 
     def window(self, step: int) -> dict:
         row = {"batch": step, "epoch": step / self.per_epoch, "eta": self.eta, **self.counters}
