@@ -144,3 +144,29 @@ def test_a_worker_whose_store_cannot_be_written_leaves_the_reason(tmp_path, xcvi
     row = json.loads(waited.stdout)
     assert row["status"] == "failed" and waited.returncode == 1, (row, waited.stderr[-2000:])
     assert "the run store could not record it" in row["error"] and "disk I/O error" in row["error"], row["error"]
+
+
+@pytest.mark.slow
+def test_a_worker_whose_store_turns_read_only_leaves_the_reason(tmp_path, xcviz_cli):
+    """The store made read-only under a running worker (here a read-only bind mount of the store's
+    folder over itself: every file opened after it is read-only, as after `chmod a-w` for a user
+    who is not root): the run ended `interrupted` with no reason. The note opened at the start
+    still takes the reason."""
+    store = RunStore(tmp_path / "home")
+    run = launch(RunSpec(dataset="delicious", params={"init": "zero"}, threads=1, name="read-only"), store)
+    while store.get(run)["status"] != "running" or not store.records(run, "iteration")[1]:
+        time.sleep(0.05)
+    home = str(store.home)
+    if subprocess.run(["mount", "--bind", home, home], capture_output=True).returncode:
+        store.request_cancel(run)
+        wait(store, run, timeout=240)
+        pytest.skip("this machine does not let the test mount a folder read-only")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", home], check=True, capture_output=True)
+        waited = xcviz_cli("wait", run, "--json", "--home", home, "--timeout", "300")
+    finally:
+        subprocess.run(["umount", home], check=True, capture_output=True)
+    row = json.loads(waited.stdout)
+    assert row["status"] == "failed" and waited.returncode == 1, (row, waited.stderr[-2000:])
+    assert "the run store could not record it" in row["error"] and "readonly" in row["error"], row["error"]
+    assert RunStore(home).get(run)["status"] == "failed"  # and so it stays once the store is writable again
