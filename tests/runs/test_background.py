@@ -262,3 +262,29 @@ def test_a_resume_says_when_a_multiclass_run_starts_again(tmp_path):
     assert restart_note(store.get(ldgs)) == "bibtex-decomp starts again from its first epoch (ldgs keeps no checkpoint " \
                                         "to continue from)"
     assert restart_note(store.get(dismec)) == ""  # a one-vs-all run trains only the labels it lacks
+
+
+@pytest.mark.slow
+def test_a_bundled_training_set_with_your_own_test_file_runs_in_the_background(tmp_path):
+    """`train bibtex --test FILE` worked, but its background run was refused as "bibtex: no such
+    file" (the bundled name was taken for a path once a test file was given). The test file is
+    fingerprinted and, from the page, confined like any other file of yours."""
+    from xcviz.data.dataset import Dataset
+    from xcviz.data.registry import bundled_files
+    from xcviz.data.textio import write_xc
+    from xcviz.runs.inputs import InputError, record
+
+    _, bundled_test = load("bibtex")
+    mine = tmp_path / "data" / "mine_test.txt"
+    mine.parent.mkdir()
+    write_xc(mine, Dataset(X=bundled_test.X[:100], Y=bundled_test.Y[:100]))
+    spec = RunSpec(dataset="bibtex", test=str(mine), params={"init": "zero"}, threads=1,
+                   name="own test")
+    store = RunStore(tmp_path / "home")
+    row = wait(store, launch(spec, store), timeout=240)
+    assert row["status"] == "done", row["error"]
+    assert row["summary"]["n_test"] == 100 and 0 < row["summary"]["p@1"] <= 100
+    recorded = record(spec, [tmp_path / "data"])["files"]
+    assert set(recorded) == {str(f) for f in bundled_files("bibtex")} | {str(mine)}
+    with pytest.raises(InputError, match="outside the data folders"):
+        record(spec, [tmp_path / "elsewhere"])

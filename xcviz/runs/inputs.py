@@ -30,16 +30,16 @@ class InputError(ValueError):
     """A run's input that may not be read (outside the data folders) or changed since launch."""
 
 
-def input_files(spec: RunSpec) -> tuple[list[Path], bool]:
-    """The files the run reads, and whether they are the bundled data (which every run may read).
-    A sharded folder reads its manifest (first), its parts and its test split."""
-    if spec.dataset in BUNDLED and spec.test is None and not Path(spec.dataset).exists():
-        return bundled_files(spec.dataset), True
+def input_files(spec: RunSpec) -> tuple[list[Path], list[Path]]:
+    """The files the run reads: the bundled data's (which every run may read) and the user's own
+    (confined to a page's data folders). A bundled name may take the user's test file; a sharded
+    folder reads its manifest (first), its parts and its test split."""
+    if spec.dataset in BUNDLED and not Path(spec.dataset).exists():
+        return bundled_files(spec.dataset), [Path(spec.test)] if spec.test is not None else []
     if is_sharded(spec.dataset):
         files = open_shards(spec.dataset).files()
-        return files + ([Path(spec.test)] if spec.test is not None else []), False
-    files = [Path(spec.dataset)] + ([Path(spec.test)] if spec.test is not None else [])
-    return files, False
+        return [], files + ([Path(spec.test)] if spec.test is not None else [])
+    return [], [Path(spec.dataset)] + ([Path(spec.test)] if spec.test is not None else [])
 
 
 def confined(files: list[Path], folders: list[str | os.PathLike]) -> list[Path]:
@@ -88,11 +88,11 @@ def record(spec: RunSpec, data_dirs: list[str | os.PathLike] | None, schedulers:
     """What the store keeps of a run's inputs at launch: the folders it is confined to (None: not
     confined, a local user's own launch), the schedulers it may use then, and each file's
     fingerprint. Refuses a file outside, or a scheduler not among `schedulers`."""
-    files, is_bundled = input_files(spec)
+    bundled, own = input_files(spec)
     if data_dirs is not None:
         allowed_cluster(spec.cluster, list(schedulers))
-    if data_dirs is not None and not is_bundled:
-        confined(files, data_dirs)
+        confined(own, data_dirs)
+    files = bundled + own
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise InputError(f"{missing[0]}: no such file")
@@ -128,17 +128,17 @@ def check(spec: RunSpec, recorded: dict, schedulers: list[str] | None = None) ->
     takes it: the bundled name, or the training and test paths (resolved when confined, so that
     the file checked is the file read). InputError names the file otherwise, or a confined run's Dask
     scheduler that was not allowed at launch or is not among `schedulers` (the resuming server's)."""
-    files, is_bundled = input_files(spec)
+    bundled, files = input_files(spec)
     folders = recorded.get("confined")
     if folders is not None:  # allowed at launch, and by the server resuming it (`schedulers`) if it says
         allowed_cluster(spec.cluster, recorded.get("schedulers") or [])
         if schedulers is not None:
             allowed_cluster(spec.cluster, schedulers)
-    if folders is not None and not is_bundled:
+    if folders is not None:
         files = confined(files, folders)
     unchanged(recorded)
-    if is_bundled:
-        return spec.dataset, None
+    if bundled:
+        return spec.dataset, str(files[0]) if files else None
     if is_sharded(spec.dataset):  # the folder (files[0] is its manifest); its own test split unless --test
         return str(files[0].parent), str(files[-1]) if spec.test is not None else None
     return str(files[0]), str(files[1]) if len(files) > 1 else None
