@@ -8,6 +8,8 @@ showing other runs, or another label, fits the ranges to the data.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import panel as pn
 import pandas as pd
@@ -69,8 +71,11 @@ class PositivesView:
     """Iterations to convergence and seconds against positives, one point per label, per run.
 
     Like the live plots, each figure has one glyph fed by one source that holds every shown run
-    (a colour and a run column, the legend grouped by run): a change of the shown runs sends new
-    data, never new models, which a page would not know while this tab is not drawn."""
+    (a colour and a run column): a change of the shown runs sends new data, never new models, which
+    a page would not know while this tab is not drawn. The legend is drawn from a source of its own,
+    one undrawn point per run, that changes only with the runs shown: grouped over the growing points,
+    BokehJS in JupyterLab read a colour past the end of its array while the points were replaced
+    ("Offset is outside the bounds of the DataView")."""
 
     def __init__(self, width: int = 440, height: int = 300) -> None:
         self.iterations = new_figure("iterations to convergence against positives (labels with none left out)",
@@ -78,9 +83,11 @@ class PositivesView:
         self.seconds = new_figure("training seconds against positives (labels with none left out)",
                                   "positives", "seconds", width=width, height=height)
         self.source = ColumnDataSource(self._columns({}))
+        self.legend = ColumnDataSource(self._legend([]))
         for fig, y in ((self.iterations, "iterations"), (self.seconds, "ly")):
             set_log(fig.xaxis[0], True, "positives")
-            fig.scatter(x="lx", y=y, source=self.source, color="color", alpha=0.6, size=5, legend_field="run")
+            fig.scatter(x="lx", y=y, source=self.source, color="color", alpha=0.6, size=5)
+            fig.scatter(x="x", y="y", source=self.legend, color="color", alpha=0.6, size=5, legend_field="run")
             fig.add_tools(HoverTool(tooltips=[("run", "@run"), ("label", "@label"), ("positives", "@n_pos"),
                                               ("iterations", "@iterations"), ("seconds", "@seconds")]))
             style_legend(fig)
@@ -107,6 +114,12 @@ class PositivesView:
         return {k: np.concatenate([p[k] for p in parts]) if parts else np.array([], dtype=object if k in ("run", "color")
                                                                                 else np.float64) for k in keys}
 
+    @staticmethod
+    def _legend(view: list[tuple[str, str, str]]) -> dict[str, list]:
+        """The legend's source: a point at NaN (never drawn) per (run, name, colour) shown."""
+        return {"x": [math.nan] * len(view), "y": [math.nan] * len(view),
+                "run": [name for _, name, _ in view], "color": [color for _, _, color in view]}
+
     def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
         """Draw these runs' labels; with `text`, say above the figures when they have none."""
         sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
@@ -116,6 +129,8 @@ class PositivesView:
             self._sent = sent
             view = [(run, name, color) for run, _, name, color in sent]
             follow, self._view = view != self._view, view
+            if follow:
+                self.legend.data = self._legend(view)
             fit(self.iterations, [data["lx"]], [data["iterations"]], True, False, follow=follow)
             fit(self.seconds, [data["lx"]], [data["ly"]], True, True, follow=follow)
             for fig in (self.iterations, self.seconds):  # their legends name the runs, as the live plots' do

@@ -34,6 +34,7 @@ class RunView:
         self.colors = RunColors()  # a run keeps its colour while this view lives; runs shown together differ
         self._complete: set[str] = set()
         self._callback = None
+        self._layouts: list[pn.Column] = []  # what panel() returned: pushed to a notebook after each tick
 
     def update(self, rows: dict[str, dict], shown: list[str], texts: tuple[str, ...] = ("plots", "positives")
                ) -> dict[str, PlotRun]:
@@ -72,6 +73,7 @@ class RunView:
         def tick() -> None:
             rows = {r["id"]: r for r in self.store.list()}
             self.update(rows, [r for r in runs if r in rows])
+            pn.io.push_notebook(*self._layouts)  # a notebook sends changes to Bokeh models only when asked
             if all(rows.get(r, {}).get("status") in FINAL for r in runs) and self._callback is not None:
                 self._callback.stop()
 
@@ -79,5 +81,8 @@ class RunView:
         self._callback = pn.state.add_periodic_callback(tick, period=period_ms)
 
     def panel(self) -> pn.Column:
-        return pn.Column(self.plots.panel(), pn.pane.Markdown("### Per label"), self.positives.panel(),
-                         sizing_mode="stretch_width")
+        """The view's figures; in a notebook, each one returned is redrawn as `follow` ticks."""
+        layout = pn.Column(self.plots.panel(), pn.pane.Markdown("### Per label"), self.positives.panel(),
+                           sizing_mode="stretch_width")
+        self._layouts.append(layout)
+        return layout
