@@ -105,6 +105,11 @@ def slopes(results: list[dict], axis: str = "n") -> dict:
             for name in SOLVERS}
 
 
+def _two(v: float) -> str:
+    """v to two decimals, never "-0.00" (a flat slope fitted as -1e-17)."""
+    return f"{round(v, 2) + 0.0:.2f}"
+
+
 def render(results: list[dict], load_before: str, load_after: str, axis: str = "n") -> list[str]:
     """The section of the N experiment (axis "n") or of the K experiment (axis "K")."""
     key, column, heading = AXES[axis]
@@ -128,8 +133,10 @@ def render(results: list[dict], load_before: str, load_after: str, axis: str = "
                      f"{newton['nnz']:,} | {ppd['nnz']:,} |")
     if len(results) > 1:
         s = slopes(results, key)
+        newton, ppd = s.values()
         lines += ["", f"Fitted slope of log(seconds per label) against log({column}): "
-                  + ", ".join(f"{name} {round(v, 2) + 0.0:.2f}" for name, v in s.items()) + "."]  # + 0.0: no -0.00
+                  + ", ".join(f"{name} {_two(v)}" for name, v in s.items())
+                  + f"; so the speed-up grows as {column}^{_two(newton - ppd)} (Newton's slope minus PPDSparse's)."]  # + 0.0: no -0.00
     return lines + [""]
 
 

@@ -87,7 +87,7 @@ def test_the_k_section_shows_k_the_median_runs_and_the_slope_in_k():
     text = "\n".join(lines)
     assert lines[0].startswith("## PPDSparse against Newton as K grows") and "medians of 3 alternated runs" in text
     assert "| 2,700 | 5.00 | 40.0 | 9.6 | 4.16x |" in text  # 0.5 / sqrt(2700) s = 9.6 ms; 40 / 9.62 = 4.16
-    assert "against log(K): Newton, msi 0.00, PPDSparse -0.50." in text
+    assert "against log(K): Newton, msi 0.00, PPDSparse -0.50; so the speed-up grows as K^0.50 " in text
 
 
 def test_the_k_section_goes_after_the_n_section_and_replaces_itself(tmp_path, monkeypatch):
