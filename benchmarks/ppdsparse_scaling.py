@@ -4,7 +4,7 @@ For each N the generator draws the Amazon-670K preset scaled to N training rows
 (`xcviz.data.presets.like_with_labels`: D 135,909, 5.45 labels and 75.7 non-zeros a row, about 4
 positives a label at every scale) and both solvers train a fixed-size sample of its labels (seeded,
 among the labels with a training positive), one after the other in one process, 2 threads, recording off, after
-a warm-up fit on 300 rows. A run's setup (normalising the rows, PPDSparse's sorted copy of X's columns)
+a warm-up fit on 300 rows. A run's setup (normalising the rows, PPDSparse's copy of X by columns)
 grows with N but is paid once for all labels, so it is measured apart, as the time of a fit of the
 first sampled label alone, and per-label seconds are (seconds of the sample - setup) / (sample - 1); P@1/3/5
 are over the sampled labels, on the test rows that carry one of them. The fitted slope is that of
