@@ -32,6 +32,7 @@ from memoir import render as render_memoir
 from peers import bench_peers
 from peers import render as render_peers
 from ppdsparse_bench import section as ppdsparse_section
+from ppdsparse_scaling import LABELS as SCALING_LABELS
 from ppdsparse_scaling import SIZES as SCALING_SIZES
 from ppdsparse_scaling import section as scaling_section
 from xcviz import metrics
@@ -321,9 +322,10 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             start = end = old.index("## LDGS")
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
-    if name in ("ppdsparse", "ppdsparse-scaling"):  # benchmarks/ppdsparse_*.py, before LDGS's section
+    if name in ("ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"):  # benchmarks/ppdsparse_*.py, before LDGS's
         lines = (ppdsparse_section("small", min(repeats, 3)) if name == "ppdsparse" else
-                 scaling_section(SCALING_SIZES[:2])[0])
+                 scaling_section(SCALING_SIZES[:2])[0] if name == "ppdsparse-scaling" else
+                 scaling_section(SCALING_LABELS, "K")[0])
         start = old.find(lines[0])
         end = old.index("\n## ", start + 1) + 1 if start >= 0 else old.index("## LDGS")
         start = end if start < 0 else start
@@ -372,7 +374,7 @@ def main() -> None:
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
-                                           "memoir-parts", "ppdsparse", "ppdsparse-scaling"],
+                                           "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
     if args.only:
@@ -388,7 +390,8 @@ def main() -> None:
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
     print("benchmarking PPDSparse's settings ...", file=sys.stderr)
-    ppdsparse_lines = ppdsparse_section("small", min(args.repeats, 3)) + scaling_section(SCALING_SIZES[:2])[0]
+    ppdsparse_lines = (ppdsparse_section("small", min(args.repeats, 3)) + scaling_section(SCALING_SIZES[:2])[0]
+                       + scaling_section(SCALING_LABELS, "K")[0])
     old = Path(args.out).read_text() if Path(args.out).exists() else ""
     text = core + "\n".join(peer_lines) + "\n" + _kept(old) + "\n".join(ppdsparse_lines) + "\n"
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"

@@ -62,3 +62,44 @@ def test_rerunning_dask_replaces_its_table_and_keeps_the_notes(tmp_path, monkeyp
     assert text.index("new dask table") < text.index("the profile's findings") < text.index("## Dashboard")
     assert text.count("## Dask\n") == 1
     assert text.startswith(OLD[:OLD.index("## Dask")])
+
+
+def _scaling_result(axis: str, x: int, newton: float, ppd: float) -> dict:
+    """A measurement of benchmarks/ppdsparse_scaling.py's form at `axis` = x, per-label seconds given."""
+    solver = {"setup_seconds": 0.1, "seconds": 1.0, "nnz": 10, "p@k": [70.0, 30.0, 20.0]}
+    return {"n": 20_000, "labels": 300, "positives": 5.0, "speed_up": newton / ppd,
+            "Newton, msi": {**solver, "seconds_per_label": newton, "per_label_runs": [newton] * 3},
+            "PPDSparse": {**solver, "seconds_per_label": ppd, "per_label_runs": [ppd] * 3}, axis: x}
+
+
+def test_scaling_slopes_recover_the_exponents_of_exact_power_laws():
+    """Per-label time c * x^b on three points gives slope b for each solver, in N and in K."""
+    scaling = pytest.importorskip("ppdsparse_scaling")
+    in_n = [_scaling_result("n", n, 2e-6 * n ** 1.0, 3e-3 * n ** 0.25) for n in (1_000, 10_000, 100_000)]
+    assert scaling.slopes(in_n) == pytest.approx({"Newton, msi": 1.0, "PPDSparse": 0.25})
+    in_k = [_scaling_result("K", k, 0.04, 0.5 * k ** -0.5) for k in (2_700, 8_500, 27_000)]
+    assert scaling.slopes(in_k, "K") == pytest.approx({"Newton, msi": 0.0, "PPDSparse": -0.5}, abs=1e-12)
+
+
+def test_the_k_section_shows_k_the_median_runs_and_the_slope_in_k():
+    scaling = pytest.importorskip("ppdsparse_scaling")
+    lines = scaling.render([_scaling_result("K", k, 0.04, 0.5 * k ** -0.5) for k in (2_700, 27_000)], "1.0", "2.0", "K")
+    text = "\n".join(lines)
+    assert lines[0].startswith("## PPDSparse against Newton as K grows") and "medians of 3 alternated runs" in text
+    assert "| 2,700 | 5.00 | 40.0 | 9.6 | 4.16x |" in text  # 0.5 / sqrt(2700) s = 9.6 ms; 40 / 9.62 = 4.16
+    assert "against log(K): Newton, msi 0.00, PPDSparse -0.50; so the speed-up grows as K^0.50 " in text
+
+
+def test_the_k_section_goes_after_the_n_section_and_replaces_itself(tmp_path, monkeypatch):
+    n_section = ["## PPDSparse against Newton as N grows (x)", "", "n table", ""]
+    old = OLD.replace("## LDGS", "\n".join(n_section) + "\n## LDGS")
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(old)
+    tables = iter(["first k table", "second k table"])
+    monkeypatch.setattr(run, "scaling_section", lambda values, axis="n": (
+        ["## PPDSparse against Newton as K grows (x)", "", next(tables), ""], []))
+    run._replace_section(out, "ppdsparse-scaling-k")
+    run._replace_section(out, "ppdsparse-scaling-k")
+    text = out.read_text()
+    assert "first k table" not in text and text.count("as K grows") == 1
+    assert text.index("n table") < text.index("second k table") < text.index("## LDGS")

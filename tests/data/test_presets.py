@@ -111,3 +111,17 @@ def test_newton_on_eurlex_at_a_tenth_is_within_ten_points_of_published_dismec():
     train, test = like("eurlex-4k", 0.1)
     model = xcviz.train(train, solver="dismec", init="msi", threads=2)
     assert abs(xcviz.evaluate(model, test, train)["p@1"] - PRESETS["eurlex-4k"].published_p1) <= 10.0
+
+
+def test_a_preset_generated_with_k_labels_keeps_its_rows_and_labels_per_row():
+    """Amazon-670K's shape at 20,000 rows with K = 2,700 labels instead of its 27,326: 10x the
+    positives a label (20,000 * 5.45 / 2,700 = 40.4), the same labels and non-zeros a row."""
+    train, _ = like("amazon-670k", 20_000 / PRESETS["amazon-670k"].n_train, labels=2_700)
+    assert train.Y.shape == (20_000, 2_700) and train.name == "amazon-670kx0.040779-K2700-train"
+    assert train.Y.nnz / 2_700 == pytest.approx(40.4, rel=0.05)
+    assert train.Y.nnz / train.n == pytest.approx(5.45, rel=0.05)
+    assert train.X.nnz / train.n == pytest.approx(75.7, rel=0.05)
+    sampled, _ = like_with_labels("amazon-670k", 20_000, 300, labels=2_700)
+    assert sampled.Y.shape == (20_000, 300) and sampled.name == "amazon-670k@20000/300-K2700-train"
+    with pytest.raises(ValueError, match="labels"):
+        scaled("amazon-670k", 0.1, labels=0)

@@ -187,40 +187,47 @@ def _features(rng: np.random.Generator, Y: sp.csr_matrix, topic: np.ndarray, sha
     return _tfidf(keys, hits, terms, d)
 
 
-def scaled(name: str, scale: float = 1.0) -> Shape:
-    """The preset `name` with its rows and labels multiplied by `scale` (at least one of each)."""
+def scaled(name: str, scale: float = 1.0, labels: int | None = None) -> Shape:
+    """The preset `name` with its rows and labels multiplied by `scale` (at least one of each); `labels`,
+    when given, is the label count K instead, with the labels per row kept, so that the positives a
+    label, N * labels per row / K, change with K at a fixed N (the PPDSparse paper's n_p, Section 3)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
     if not 0.0 < scale <= 1.0:
         raise ValueError(f"scale must be in (0, 1], got {scale}")
+    if labels is not None and labels < 1:
+        raise ValueError(f"labels must be at least 1, got {labels}")
     base = PRESETS[name]
-    labels = max(1, round(base.labels * scale))
+    labels = max(1, round(base.labels * scale)) if labels is None else labels
     return Shape(max(1, round(base.n_train * scale)), max(1, round(base.n_test * scale)), base.d, labels,
                  min(base.avg_labels, labels), base.avg_points, base.avg_nnz, base.published_p1, base.signal,
                  base.confusion, base.cluster_share)
 
 
-def like(name: str, scale: float = 1.0, *, seed: int = 0) -> tuple[Dataset, Dataset]:
-    """A (train, test) pair shaped like the published data set `name` (PRESETS), scaled by `scale`."""
-    shape = scaled(name, scale)
+def like(name: str, scale: float = 1.0, *, seed: int = 0, labels: int | None = None) -> tuple[Dataset, Dataset]:
+    """A (train, test) pair shaped like the published data set `name` (PRESETS), scaled by `scale`; with
+    `labels`, K labels instead of the preset's scaled ones (`scaled`)."""
+    shape = scaled(name, scale, labels)
     rng = np.random.default_rng(seed)
     n = shape.n_train + shape.n_test
     Y, _, topic = _labels(rng, n, shape, shape.labels)
     X = _features(rng, Y, topic, shape)
-    tag = name if scale == 1.0 else f"{name}x{scale:g}"
+    tag = (name if scale == 1.0 else f"{name}x{scale:g}") + ("" if labels is None else f"-K{labels}")
     return (Dataset(X[: shape.n_train], Y[: shape.n_train], name=f"{tag}-train"),
             Dataset(X[shape.n_train:], Y[shape.n_train:], name=f"{tag}-test"))
 
 
-def like_with_labels(name: str, n_train: int, n_labels: int, *, seed: int = 0) -> tuple[Dataset, Dataset]:
-    """The preset `name` scaled to n_train training rows, restricted to n_labels of its labels (drawn with
-    `seed` among those with a training positive; all of them if fewer), the test split to its rows that
-    carry one of them: per-label work at a size N whose full label set would not fit in minutes."""
-    train, test = like(name, n_train / PRESETS[name].n_train, seed=seed)
+def like_with_labels(name: str, n_train: int, n_labels: int, *, seed: int = 0,
+                     labels: int | None = None) -> tuple[Dataset, Dataset]:
+    """The preset `name` scaled to n_train training rows (with `labels`, generated with K labels: `scaled`),
+    restricted to n_labels of its labels (drawn with `seed` among those with a training positive; all of
+    them if fewer), the test split to its rows that carry one of them: per-label work at a size N whose
+    full label set would not fit in minutes."""
+    train, test = like(name, n_train / PRESETS[name].n_train, seed=seed, labels=labels)
     candidates = np.flatnonzero(np.diff(sp.csc_matrix(train.Y).indptr) > 0)
-    labels = np.sort(np.random.default_rng(seed).choice(candidates, min(n_labels, candidates.size), replace=False))
-    Y_test = test.Y[:, labels]
+    sample = np.sort(np.random.default_rng(seed).choice(candidates, min(n_labels, candidates.size), replace=False))
+    Y_test = test.Y[:, sample]
     keep = np.flatnonzero(np.diff(Y_test.indptr) > 0)
-    tag = f"{name}@{n_train}/{labels.size}"
-    return (Dataset(train.X, train.Y[:, labels], name=f"{tag}-train"),
+    tag = f"{name}@{n_train}/{sample.size}" + ("" if labels is None else f"-K{labels}")
+    return (Dataset(train.X, train.Y[:, sample], name=f"{tag}-train"),
             Dataset(test.X[keep], Y_test[keep], name=f"{tag}-test"))
