@@ -106,6 +106,14 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"  {k.ljust(width)}  {printable(v)}" for k, v in rows)
 
 
+def _columns(frame) -> str:
+    """A data frame as aligned columns under its headers (missing values blank, escapes as `_table`)."""
+    cells = [list(map(str, frame.columns))] + [["" if v is None or v != v else printable(_fmt(v)) for v in row]
+                                               for row in frame.itertuples(index=False)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    return "\n".join("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells)
+
+
 def _fmt(value) -> str:
     """Four significant digits, trailing zeros kept so that a column of metrics lines up (34.20 next
     to 54.19, not 34.2)."""
@@ -405,20 +413,68 @@ def cmd_spec(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_launch(args: argparse.Namespace) -> int:
+def _read_spec(name: str):
+    """The run spec in the file `name` (RunSpec; ValueError naming the file otherwise)."""
     from ._util.regular_file import read_regular_text
-    from .runs.launcher import launch
     from .runs.spec import RunSpec
-    from .runs.store import RunStore
 
-    path = Path(args.spec)
+    path = Path(name)
     if not path.is_file():
         raise ValueError(f"{path}: no such spec file")
     try:
         text = read_regular_text(path)
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a run spec (not UTF-8 text; `xcviz spec` writes one)") from None
-    print(launch(RunSpec.from_json(text, source=str(path)), RunStore(args.home)))
+    return RunSpec.from_json(text, source=str(path))
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from .runs.launcher import launch
+    from .runs.store import RunStore
+
+    print(launch(_read_spec(args.spec), RunStore(args.home)))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .runs.launcher import launch, wait
+    from .runs.store import RunStore
+    from .runs.sweep import MAX_RUNS, METRICS, parse_values, sweep_specs, sweep_table
+
+    if len(args.set) != 1:
+        raise ValueError("a sweep varies one parameter: give one --set NAME=VALUES")
+    if not 1 <= args.at_once <= MAX_RUNS:
+        raise ValueError(f"--at-once must be from 1 to {MAX_RUNS}, not {args.at_once}")
+    key, sep, text = args.set[0].partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set expects NAME=VALUES, got {args.set[0]!r}")
+    try:
+        specs = sweep_specs(_read_spec(args.spec), key.strip(), parse_values(text))
+    except ValueError as exc:
+        raise ValueError(f"--set {key.strip()}: {exc}") from None
+    store = RunStore(args.home)
+    runs, started = [], []
+    try:
+        for spec in specs:  # at most --at-once training together: each run's seconds are its own
+            while len(started) >= args.at_once:
+                wait(store, started.pop(0))
+            run = launch(spec, store)
+            runs.append(run)
+            started.append(run)
+            print(f"{run}  {printable(spec.name)}", flush=True)
+        if args.at_once < len(specs) or args.wait:
+            for run in started:
+                wait(store, run)
+    except KeyboardInterrupt:
+        left = [printable(s.name) for s in specs[len(runs):]]
+        print("xcviz: interrupted; the runs started go on in the background"
+              + (f"; not launched: {', '.join(left)}" if left else ""), file=sys.stderr)
+        return 130
+    if args.at_once < len(specs) or args.wait:
+        table = sweep_table([store.get(r) for r in runs], key.strip())
+        print(_columns(table))
+        print(f"xcviz report {' '.join(runs)} -o sweep.html  # draws {', '.join(METRICS)} against {key.strip()}",
+              file=sys.stderr)
     return 0
 
 
@@ -682,6 +738,18 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("launch", parents=[home], help="start a background run from a spec file; prints its id")
     p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
     p.set_defaults(func=cmd_launch)
+    p = sub.add_parser("sweep", parents=[home], help="launch background runs of a spec file at several values "
+                       "of one parameter; prints their ids, then their final metrics against it")
+    p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUES", required=True,
+                   help="the parameter and its values: a list (C=0.1,1,10), lin:START:STOP:COUNT or "
+                        "log:START:STOP:COUNT (C=log:0.01:100:5)")
+    p.add_argument("--at-once", type=int, default=1, metavar="N",
+                   help="runs training together (default 1: one after another, so each run's seconds are its "
+                        "own); this command waits while more are left to launch")
+    p.add_argument("--wait", action="store_true", help="wait for every run to end (implied unless --at-once covers "
+                                                       "every value)")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("runs", parents=[home], help="list the runs of the store")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_runs)

@@ -26,7 +26,9 @@ from bokeh.resources import Resources
 from .._util.atomic_write import write_atomic
 from ..engine.threads import max_threads
 from ..runs.store import RunStore
+from ..runs.sweep import swept_parameter, sweep_table
 from .ui.run_view import RunView
+from .ui.sweep_view import sweep_figures
 from .ui.workers_view import COST_ASSUMPTIONS, WorkersView, scaling_figure
 
 # resources Panel registers with Bokeh (its ES-module shim; in the server, where Tabulator is loaded,
@@ -87,6 +89,19 @@ def _scale_out(store: RunStore, rows: list[dict]) -> list:
         parts += [Div(text="<h2>Scale-out</h2><p>" + html.escape(COST_ASSUMPTIONS) + "</p>", width=960), fig]
         break
     return parts
+def _sweep(rows: list[dict]) -> list:
+    """When the runs are one spec at several values of one parameter: their final metrics against it."""
+    key = swept_parameter(rows)
+    if key is None:
+        return []
+    table = sweep_table(rows, key)
+    figures = sweep_figures(table, key)
+    text = (f"<h2>Sweep over {html.escape(key)}</h2><p>The runs differ only in {html.escape(key)}: their "
+            f"final metrics against it.</p>" + _table(table))
+    return [Div(text=text, width=960, disable_math=True)] + (
+        [gridplot(figures, ncols=3, toolbar_location="right")] if figures else [])
+
+
 def _settings(rows: list[dict]) -> str:
     """The runs' specs: the settings all runs share, once; a table of those whose values differ
     among the runs that have them, run by run; each solver's other settings, once per solver."""
@@ -143,6 +158,7 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
     for fig in figures:
         fig.update(sizing_mode="fixed", width=660, height=320)
     parts = [header] + ([gridplot(figures, ncols=2, toolbar_location="right")] if figures else [])
+    parts += _sweep(rows)
     parts += _scale_out(store, rows)
     ids = ", ".join(f"{r['name']} = {r['id']}" for r in rows)
     parts.append(Div(text=f"<h2>Environment</h2>{_table(env)}<p>Run ids: {html.escape(ids)}</p>",
