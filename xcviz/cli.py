@@ -436,6 +436,31 @@ def cmd_launch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from .data.registry import resolve
+    from .engine.threads import max_threads
+    from .runs.estimate import estimate
+
+    spec = _read_spec(args.spec).validate()
+    if not 1 <= args.sample <= 100_000:
+        raise ValueError(f"--sample must be from 1 to 100000 labels, not {args.sample}")
+    if any(not 1 <= p <= 1_000_000 for p in args.workers):
+        raise ValueError("--workers must be from 1 to 1000000")
+    train, _ = resolve(spec.dataset, spec.test)
+    threads = spec.threads or max_threads()
+    result = estimate(train, spec.solver, spec.params, threads, sample=args.sample, workers=tuple(args.workers))
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    rows = [("train_seconds", f"{_fmt(result['train_seconds'])} on {threads} thread{'s' * (threads > 1)}"),
+            ("peak_rss_mb", _fmt(result["peak_rss_mb"])), ("model_nnz", f"{result['model_nnz']:,}"),
+            ("record_count", f"{result['record_count']:,}")]
+    rows += [(f"on {p} Dask workers", f"{_fmt(s)} s") for p, s in result.get("workers_seconds", {}).items()]
+    rows.append(("from", f"{result['sampled_labels']} labels trained in {_fmt(result['sample_seconds'])} s"))
+    print(_table(rows))
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .runs.launcher import launch, wait
     from .runs.store import RunStore
@@ -738,6 +763,15 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("launch", parents=[home], help="start a background run from a spec file; prints its id")
     p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
     p.set_defaults(func=cmd_launch)
+    p = sub.add_parser("estimate", help="predict a one-vs-all run's seconds, peak memory, model size and records "
+                       "from a stratified sample of its labels")
+    p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
+    p.add_argument("--sample", type=int, default=200, help="labels to train, drawn alike from ten groups by "
+                                                          "positives (default 200)")
+    p.add_argument("--workers", type=int, action="append", default=[], metavar="P",
+                   help="also predict the seconds on P Dask workers (repeatable), by the cost model")
+    p.add_argument("--json", action="store_true", help="print one JSON line with the keys of `train --json`")
+    p.set_defaults(func=cmd_estimate)
     p = sub.add_parser("sweep", parents=[home], help="launch background runs of a spec file at several values "
                        "of one parameter; prints their ids, then their final metrics against it")
     p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")

@@ -1,0 +1,98 @@
+"""Estimates before a long one-vs-all run: train a stratified sample of the labels and predict the
+whole run's time, peak memory, model size and record volume, on threads here and on Dask workers.
+
+One-vs-all labels train independently, and a label's cost follows its positives (the search, the
+active set and the model's non-zeros grow with them). So the labels are cut by their positives into
+STRATA groups of equal size, SAMPLE of them are trained (the same share of each group, at least one),
+and each group's total is its sampled labels' mean times its size. The time on T threads is the
+list schedule of the predicted per-label seconds over T threads plus the sample run's own setup
+(what its wall time had beyond its labels' schedule); on P workers, the cost model of
+`runs.costmodel` (its assumptions apply). Memory: the process's resident size once the data is
+read, plus what the sample's training added at its peak, plus the predicted model's bytes."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..data.dataset import Dataset
+from ..records.sinks import MemorySink
+from ..solvers import get_solver, make_params
+from .costmodel import list_schedule, predict_makespan
+
+SAMPLE = 200   # labels trained for an estimate
+STRATA = 10    # groups of labels by positives, each sampled alike
+MODEL_ENTRY_BYTES = 12  # a stored weight: an 8-byte value and a 4-byte feature index
+
+
+def _memory_kb(field: str) -> int:
+    """This process's VmRSS or VmHWM in kB (Linux /proc/self/status)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise OSError(f"/proc/self/status has no {field}")
+
+
+def stratified_sample(n_pos: np.ndarray, sample: int, strata: int = STRATA, seed: int = 0) -> list[np.ndarray]:
+    """Labels grouped by positives into `strata` groups of (nearly) equal size, each with the labels
+    drawn from it: [(group, drawn)], drawing the same share of every group, at least one label."""
+    order = np.argsort(n_pos, kind="stable")
+    groups = [g for g in np.array_split(order, min(strata, max(1, order.size))) if g.size]
+    rng = np.random.default_rng(seed)
+    share = min(1.0, sample / max(1, order.size))
+    return [(g, np.sort(rng.choice(g, max(1, round(share * g.size)), replace=False))) for g in groups]
+
+
+def extrapolate(groups: list, labels: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each label's predicted value of each field: the mean over its group's sampled labels.
+    `labels` holds the sample's label records by label index."""
+    n = sum(g.size for g, _ in groups)
+    out = {field: np.zeros(n) for field in labels if field != "label"}
+    position = {int(label): i for i, label in enumerate(labels["label"])}
+    for group, drawn in groups:
+        rows = [position[int(label)] for label in drawn]
+        for field in out:
+            out[field][group] = float(np.mean(labels[field][rows]))
+    return out
+
+
+def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample: int = SAMPLE,
+             workers: tuple[int, ...] = (), seed: int = 0) -> dict:
+    """The predicted `train_seconds`, `peak_rss_mb`, `model_nnz` and `record_count` of training
+    `solver` with `params` on `train` (one-vs-all), with `sampled_labels` and `sample_seconds`;
+    `workers` adds the predicted seconds on each Dask worker count (`workers_seconds`)."""
+    family = get_solver(solver)
+    if family.multiclass:
+        raise ValueError(f"{solver} trains all classes at once: an estimate samples labels of a one-vs-all "
+                         "solver (dismec, ppdsparse)")
+    n_pos = np.diff(train.Y.tocsc().indptr)
+    groups = stratified_sample(n_pos, sample, seed=seed)
+    drawn = np.sort(np.concatenate([d for _, d in groups]))
+    resident = _memory_kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as refs:  # resets VmHWM: the peak of the sample's training alone
+        refs.write("5")
+    sink = MemorySink()
+    start = time.perf_counter()
+    model = family.fit(train.X, train.Y[:, drawn].tocsr(), make_params(solver, **params), threads=threads,
+                       recorder=sink)
+    wall = time.perf_counter() - start
+    added = max(0, _memory_kb("VmHWM") - resident)
+    records = sink.labels.sort_values("label")
+    sampled = records["label"].to_numpy()
+    stored = np.diff(model.weights.indptr)[sampled] + (model.bias_weights[sampled] != 0)  # as model.nnz counts
+    per_label = np.bincount(sink.iterations["label"].to_numpy(), minlength=drawn.size)[sampled]
+    measured = {"label": drawn[sampled], "seconds": records["seconds"].to_numpy(),
+                "nnz": stored.astype(float), "records": per_label + 1.0}  # its iteration records and its label record
+    predicted = extrapolate(groups, measured)
+    setup = max(0.0, wall - list_schedule(measured["seconds"], threads))
+    nnz = float(predicted["nnz"].sum())
+    out = {"train_seconds": round(setup + list_schedule(predicted["seconds"], threads), 3),
+           "peak_rss_mb": round((resident + added) / 1024 + nnz * MODEL_ENTRY_BYTES / 2**20, 1),
+           "model_nnz": int(round(nnz)),
+           "record_count": int(round(predicted["records"].sum())),
+           "sampled_labels": int(drawn.size), "sample_seconds": round(wall, 3)}
+    if workers:
+        prediction = predict_makespan(predicted["seconds"], n_pos, model.info.get("data_bytes", 0), workers=workers)
+        out["workers_seconds"] = {int(p): round(float(s), 3) for p, s in zip(prediction.workers, prediction.seconds)}
+    return out
