@@ -23,6 +23,8 @@ def model_summary(model, n_train: int, n_test: int | None = None) -> dict:
     summary.update({k: v for k, v in model.info.items() if k.endswith("_iterations")})
     summary.update({k: round(model.info[k], 6) for k in MULTICLASS_INFO if k in model.info})
     summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
+    if "objective_climbs" in model.info:  # records.climbs: the runs table flags them
+        summary["objective_climbs"] = model.info["objective_climbs"]
     if n_test is not None:
         summary["n_test"] = n_test
     return summary

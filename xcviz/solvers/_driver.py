@@ -18,6 +18,7 @@ import numpy as np
 import param
 
 from ..engine.threads import using_threads
+from ..records.climbs import climbs
 from ..records.sinks import NullSink
 from .params import param_dict
 from .warmup import code_paths, tiny_problem, warm_once
@@ -123,6 +124,7 @@ class Driver:
         self.written = 0  # records written
         self.cancelled = False
         self.last_row: dict | None = None  # the last record made
+        self.objectives: list[float] = []  # each record's objective, for its climbs (records.climbs)
         self.n_threads = 0
         self.compile_seconds = 0.0  # the warm-up's, before the clock (solvers.warmup)
         self.clock = Clock()
@@ -199,9 +201,14 @@ class Driver:
         return model
 
     def model_info(self) -> dict:
-        """The info every family's model carries; a family's `model` adds its own."""
-        return {"train_seconds": self.train_seconds, "compile_seconds": self.compile_seconds, "threads": self.n_threads,
+        """The info every family's model carries; a family's `model` adds its own. A recorded run
+        also carries its objective's climbs (records.climbs: start and peak record, their values),
+        which the runs table flags."""
+        info = {"train_seconds": self.train_seconds, "compile_seconds": self.compile_seconds, "threads": self.n_threads,
                 "cancelled": self.cancelled}
+        if self.objectives:
+            info["objective_climbs"] = [list(c) for c in climbs(self.objectives)]
+        return info
 
     def _loop(self) -> None:
         if self.total and self._stopped():
@@ -245,6 +252,7 @@ class Driver:
             if self.recorder is not None:
                 self.write(row)
         self.written += 1
+        self.objectives.append(float(row.get("objective", np.nan)))
         self.clock.last = self.clock.train_seconds()
         self.last_row = row
         return row
