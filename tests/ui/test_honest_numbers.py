@@ -15,7 +15,6 @@ from xcviz.runs.progress import COMPILING_TEXT, progress_text
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
 from tests.ui.browser import ARTIFACTS, browser_page, page_text
-from tests.ui.conftest import server_errors, start_server
 
 CLIMBING = [0.88, 0.83, 0.82, 0.84, 0.86, 0.9, 0.95, 1.03, 0.99]  # rises from record 2 to record 7
 FALLING = [0.88, 0.83, 0.82, 0.81, 0.8, 0.79]
@@ -92,7 +91,7 @@ def _shown_text(page, wanted: str, seconds: float = 30) -> str:
 
 
 @pytest.mark.browser
-def test_the_page_shows_compile_seconds_the_climb_flag_and_mark_and_a_compiling_run(home, tmp_path):
+def test_the_page_shows_compile_seconds_the_climb_flag_and_mark_and_a_compiling_run(home, server):
     """Served and in chromium: a comparison of a climbing LDGS decomp run and a falling exact one
     opens ticked; the runs table shows both runs' train and compile seconds apart and flags the
     climbing run only; the objective figure marks its climb (records 2 to 7, on the log axis);
@@ -100,29 +99,23 @@ def test_the_page_shows_compile_seconds_the_climb_flag_and_mark_and_a_compiling_
     store = RunStore(home)
     _multiclass_run(store, "ldgs-exact", FALLING, "exact")
     _multiclass_run(store, "ldgs-decomp", CLIMBING)
-    proc, url = start_server(home, tmp_path / "server.log")
-    try:
-        with browser_page(1440, 900) as (page, errors):
-            page.goto(url)
-            page.wait_for_selector("text=Compare", timeout=60000)
-            page.get_by_text("runs shown: 2, ticked when the page opened").wait_for(timeout=30000)
-            text = _shown_text(page, "climbs 0.82→1.03")
-            assert text.count("climbs 0.82→1.03") == 1 and "⚠ objective" in text, text[:2000]
-            assert "compile s" in text and "train s" in text and text.count("31.50") == 2 and text.count("1.25") >= 2
-            marks = None
-            for _ in range(120):
-                marks = page.evaluate(CLIMBS_JS)
-                if marks:
-                    break
-                page.wait_for_timeout(250)
-            assert marks is not None and len(marks) == 1 and np.allclose(marks[0], np.log10(CLIMBING[2:8])), marks
-            page.screenshot(path=str(ARTIFACTS / "dashboard-climb-and-compile-seconds.png"))
-            compiling = store.create(RunSpec(dataset="bibtex").validate().to_json(), "fresh-checkout")
-            store.update(compiling, status="running", pid=os.getpid(), total=159, summary={"phase": "compiling"})
-            assert "compiling kernels" in _shown_text(page, "compiling kernels")
-            page.screenshot(path=str(ARTIFACTS / "dashboard-compiling-kernels.png"))
-        assert errors == []
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert server_errors(tmp_path / "server.log") == []
+    with browser_page(1440, 900) as (page, errors):
+        page.goto(server)
+        page.wait_for_selector("text=Compare", timeout=60000)
+        page.get_by_text("runs shown: 2, ticked when the page opened").wait_for(timeout=30000)
+        text = _shown_text(page, "climbs 0.82→1.03")
+        assert text.count("climbs 0.82→1.03") == 1 and "⚠ objective" in text, text[:2000]
+        assert "compile s" in text and "train s" in text and text.count("31.50") == 2 and text.count("1.25") >= 2
+        marks = None
+        for _ in range(120):
+            marks = page.evaluate(CLIMBS_JS)
+            if marks:
+                break
+            page.wait_for_timeout(250)
+        assert marks is not None and len(marks) == 1 and np.allclose(marks[0], np.log10(CLIMBING[2:8])), marks
+        page.screenshot(path=str(ARTIFACTS / "dashboard-climb-and-compile-seconds.png"))
+        compiling = store.create(RunSpec(dataset="bibtex").validate().to_json(), "fresh-checkout")
+        store.update(compiling, status="running", pid=os.getpid(), total=159, summary={"phase": "compiling"})
+        assert "compiling kernels" in _shown_text(page, "compiling kernels")
+        page.screenshot(path=str(ARTIFACTS / "dashboard-compiling-kernels.png"))
+    assert errors == []
