@@ -8,8 +8,8 @@ import pytest
 
 from xcviz.cli import main
 
-JSON_KEYS = {"dataset", "solver", "init", "threads", "train_seconds", "newton_iterations", "p@1", "p@3",
-             "p@5", "ndcg@3", "ndcg@5", "psp@5", "model_nnz"}
+JSON_KEYS = {"dataset", "solver", "init", "threads", "train_seconds", "compile_seconds", "newton_iterations", "p@1",
+             "p@3", "p@5", "ndcg@3", "ndcg@5", "psp@5", "model_nnz"}
 
 
 def _run(capsys, *argv):
