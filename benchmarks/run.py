@@ -357,6 +357,10 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         lines = render_dsmlr(bench_dsmlr())
         end = next(old.index(h) for h in ("## Dask\n", "## Dashboard responsiveness") if h in old)
         start = old.index(lines[0]) if lines[0] in old else end
+    elif name == "estimate":  # benchmarks/estimate_bench.py, beside this file; just before the dashboard's
+        lines = __import__("estimate_bench").run()
+        end = old.index("## Dashboard responsiveness")
+        start = old.index(lines[0]) if lines[0] in old else end
     elif name == "dask":  # benchmarks/dask_bench.py, beside this file; its section precedes the dashboard's
         lines = __import__("dask_bench").section(repeats)
         end = old.index("## Dashboard responsiveness")
@@ -366,14 +370,16 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask") else "\n") + old[end:])
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask", "estimate") else "\n")
+                   + old[end:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "dismecpp", "dismec",
+    parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "estimate", "dismecpp",
+                                           "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
@@ -397,6 +403,7 @@ def main() -> None:
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section(args.repeats)) + "\n"  # benchmarks/dask_bench.py
     text += _kept(old, (DASK_NOTES,))
+    text += "\n" + "\n".join(__import__("estimate_bench").run()) + "\n"  # benchmarks/estimate_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)

@@ -103,3 +103,20 @@ def test_the_k_section_goes_after_the_n_section_and_replaces_itself(tmp_path, mo
     text = out.read_text()
     assert "first k table" not in text and text.count("as K grows") == 1
     assert text.index("n table") < text.index("second k table") < text.index("## LDGS")
+
+
+def test_the_estimate_section_reads_each_cases_errors_and_the_target():
+    estimate_bench = pytest.importorskip("estimate_bench")
+    predicted = {"train_seconds": 12.0, "model_nnz": 110, "record_count": 50, "sample_seconds": 1.0}
+    rows = [{"case": "a, dismec", "labels": 10, "predicted": predicted, "seconds": 10.0, "nnz": 100, "records": 50},
+            {"case": "b, dismec", "labels": 10, "predicted": {**predicted, "train_seconds": 14.0}, "seconds": 10.0,
+             "nnz": 110, "records": 40}]
+    amazon = {"rows": 490449, "labels": 670091, "generate_seconds": 66.0, "train_seconds": 7200.0,
+              "workers_seconds": {32: 600.0}, "peak_rss_mb": 2048.0, "model_nnz": 5, "record_count": 7,
+              "sampled_labels": 200, "sample_seconds": 60.0}
+    lines = estimate_bench.section(rows, amazon)
+    table = [line for line in lines if line.startswith("| a,") or line.startswith("| b,")]
+    assert "| +20% |" in table[0] and "(+10.0%)" in table[0] and "(+0.0%)" in table[0] and table[0].endswith("met |")
+    assert "| +40% |" in table[1] and "(+25.0%)" in table[1] and table[1].endswith("missed |")
+    assert "Seconds within 25%: **1 of 2** cases." in lines
+    assert "**2.0 h on 2 threads**, 10 min on 32 Dask workers, peak 2.0 GB" in lines[-1]
