@@ -467,14 +467,16 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     page.get_by_text("Per label", exact=True).click()
     per_label = _until(page, lambda figs: [f for f in figs if "positives" in f["title"]])
     per_label = [f for f in per_label if "positives" in f["title"]]
-    assert per_label and all(set(f["labels"]) == {"wide-zero", "narrow-msi"} for f in per_label), per_label
+    # the runs shown, from their first drawing (a legend changed as points first arrive broke BokehJS in JupyterLab)
+    assert per_label and all({"wide-zero", "narrow-msi"} <= set(f["labels"]) <= names for f in per_label), per_label
     page.get_by_text("Live plots", exact=True).click()
     for name, on in (("wide-zero", False), ("narrow-msi", False), ("narrow-memoir-hnsw", True)):
         _tick(page, name, on)
     both = {"narrow-memoir", "narrow-memoir-hnsw"}  # a MEMOIR oracle comparison: exact against HNSW
-    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) == both for f in figs))
-    assert all(set(f["labels"]) == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
-                                                           if set(f["labels"]) != both]
+    marks = {"objective climbs"}  # the climb mark's legend entry (records.climbs), beside the runs
+    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) - marks == both for f in figs))
+    assert all(set(f["labels"]) - marks == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
+                                                                   if set(f["labels"]) - marks != both]
     assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
     assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown")
     page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
@@ -492,7 +494,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
         if f["title"].startswith("predicted from"):  # the cost model: its legend names its series
             assert {"predicted", "measured"} <= set(f["labels"]), f
         else:
-            assert f["labels"] and set(f["labels"]) <= names, f
+            assert f["labels"] and set(f["labels"]) - marks <= names, f
 
 
 def test_ldgs_estimators_side_by_side(page, runs):

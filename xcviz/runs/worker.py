@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import __version__
 from ..api import evaluate, fit_inputs, fit_validation, keep_labels
+from ..data.errors import DatasetFormatError
 from ..data.registry import resolve
 from ..engine.loading import enable_shortcuts
 from ..models.sparse import SparseModel
@@ -103,7 +104,11 @@ def execute(store: RunStore, run: str, token: str | None = None) -> str:
 def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     """Train the run `execute` took and record its end; returns its final status."""
     spec = RunSpec.from_json(row["spec"], source=f"run {run}")
-    train, test = resolve(*check(spec, row["inputs"]))
+    try:
+        train, test = resolve(*check(spec, row["inputs"]))
+    except DatasetFormatError:  # a file rewritten mid-read breaks a line: say that, not the broken line
+        unchanged(row["inputs"], after_reading=True)
+        raise
     unchanged(row["inputs"], after_reading=True)  # the files read are still those fingerprinted at launch
     solver = get_solver(spec.solver)
     if solver.multiclass:

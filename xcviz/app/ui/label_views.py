@@ -96,6 +96,7 @@ class PositivesView:
         self._points: dict[str, tuple[int, dict]] = {}  # run -> (labels read, its columns)
         self._sent: list | None = None
         self._view: list | None = None  # the runs the ranges were fitted for
+        self._legend_view: list = []  # the runs the legend names
 
     def _columns(self, runs: dict[str, PlotRun]) -> dict[str, np.ndarray]:
         """The source's columns: every shown run's labels with positives, tagged with its name and colour."""
@@ -129,8 +130,8 @@ class PositivesView:
             self._sent = sent
             view = [(run, name, color) for run, _, name, color in sent]
             follow, self._view = view != self._view, view
-            if follow:
-                self.legend.data = self._legend(view)
+            if view != self._legend_view:  # with the runs shown only: a legend changed as points first
+                self.legend.data, self._legend_view = self._legend(view), view  # arrive broke BokehJS in JupyterLab
             fit(self.iterations, [data["lx"]], [data["iterations"]], True, False, follow=follow)
             fit(self.seconds, [data["lx"]], [data["ly"]], True, True, follow=follow)
             for fig in (self.iterations, self.seconds):  # their legends name the runs, as the live plots' do

@@ -72,9 +72,11 @@ class BackendChoice:
         return self.workers.check() if self.kind.value == "local cluster" else ""
 
     def cluster(self, threads: int) -> str | None:
-        """The spec's `cluster` value (the spec checks it)."""
+        """The spec's `cluster` value (the spec checks it): a local cluster's workers share the run's
+        `threads` (at least one each), so the box's default, every core, does not oversubscribe them."""
         if self.kind.value == "local cluster":
-            return f"local:{self.workers.params.workers}x{threads}"
+            workers = self.workers.params.workers
+            return f"local:{workers}x{max(1, threads // workers)}"
         if self.kind.value == "scheduler":
             return self.address.value
         return None
