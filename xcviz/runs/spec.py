@@ -15,7 +15,6 @@ from ..compute.cluster import parse_cluster
 
 
 MAX_DEPTH = 8
-DEFAULT_THREADS = None  # all cores: a spec's, `xcviz train`'s and `xcviz.train`'s, and where the page's box starts
 
 
 class SpecError(ValueError):
@@ -40,7 +39,7 @@ class RunSpec:
     solver: str = "dismec"
     params: dict = field(default_factory=dict)
     test: str | None = None
-    threads: int | None = DEFAULT_THREADS
+    threads: int | None = None
     name: str = ""
     cluster: str | None = None
 
