@@ -39,8 +39,7 @@ def test_compare_two_initializers_live_and_the_runs_outlive_browser_and_server(t
                 page.wait_for_selector("text=Compare", timeout=60000)
                 page.locator("select").first.select_option("bibtex")
                 page.locator("select").filter(has_text="logistic").select_option("logistic")
-                # one thread a run (the box starts at every core): the runs train long enough to watch grow
-                for name, value in (("threads", "1"), ("C", "100"), ("eps", "0.00001")):
+                for name, value in (("C", "100"), ("eps", "0.00001")):
                     field = page.get_by_label(name, exact=True)
                     field.fill(value)
                     field.press("Enter")

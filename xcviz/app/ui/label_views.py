@@ -130,8 +130,8 @@ class PositivesView:
             self._sent = sent
             view = [(run, name, color) for run, _, name, color in sent]
             follow, self._view = view != self._view, view
-            if view != self._legend_view:  # with the runs shown only: a legend changed as points first
-                self.legend.data, self._legend_view = self._legend(view), view  # arrive broke BokehJS in JupyterLab
+            if view != self._legend_view:  # only with the runs shown (class docstring)
+                self.legend.data, self._legend_view = self._legend(view), view
             fit(self.iterations, [data["lx"]], [data["iterations"]], True, False, follow=follow)
             fit(self.seconds, [data["lx"]], [data["ly"]], True, True, follow=follow)
             for fig in (self.iterations, self.seconds):  # their legends name the runs, as the live plots' do

@@ -76,7 +76,7 @@ class BackendChoice:
 
     def cluster(self, threads: int) -> str | None:
         """The spec's `cluster` value (the spec checks it): a local cluster's workers share the run's
-        `threads` (at least one each), so the box's default, every core, does not oversubscribe them."""
+        `threads` (at least one each), so a box set to every core does not oversubscribe the machine."""
         if self.kind.value == "local cluster":
             workers = self.workers.params.workers
             return f"local:{workers}x{max(1, threads // workers)}"
