@@ -473,10 +473,9 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     for name, on in (("wide-zero", False), ("narrow-msi", False), ("narrow-memoir-hnsw", True)):
         _tick(page, name, on)
     both = {"narrow-memoir", "narrow-memoir-hnsw"}  # a MEMOIR oracle comparison: exact against HNSW
-    marks = {"objective climbs"}  # the climb mark's legend entry (records.climbs), beside the runs
-    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) - marks == both for f in figs))
-    assert all(set(f["labels"]) - marks == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
-                                                                   if set(f["labels"]) - marks != both]
+    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) == both for f in figs))
+    assert all(set(f["labels"]) == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
+                                                           if set(f["labels"]) != both]
     assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
     assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown")
     page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
@@ -494,7 +493,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
         if f["title"].startswith("predicted from"):  # the cost model: its legend names its series
             assert {"predicted", "measured"} <= set(f["labels"]), f
         else:
-            assert f["labels"] and set(f["labels"]) - marks <= names, f
+            assert f["labels"] and set(f["labels"]) <= names, f
 
 
 def test_ldgs_estimators_side_by_side(page, runs):
