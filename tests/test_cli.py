@@ -8,8 +8,8 @@ import pytest
 
 from xcviz.cli import main
 
-JSON_KEYS = {"dataset", "solver", "init", "threads", "train_seconds", "newton_iterations", "p@1", "p@3",
-             "p@5", "ndcg@3", "ndcg@5", "psp@5", "model_nnz"}
+JSON_KEYS = {"dataset", "solver", "init", "threads", "train_seconds", "compile_seconds", "newton_iterations", "p@1",
+             "p@3", "p@5", "ndcg@3", "ndcg@5", "psp@5", "model_nnz"}
 
 
 def _run(capsys, *argv):
@@ -267,14 +267,6 @@ def test_serve_on_a_busy_port_names_the_port_and_the_remedy(capsys):
     assert f"port {port} on 127.0.0.1 is in use" in line and "--port" in line
 
 
-def test_memoir_at_the_papers_lambda_says_why_it_learned_little(capsys):
-    from xcviz.solvers.memoir import PAPER_LAM_NOTE
-
-    for lam, noted in (([], True), (["--lam", "1e-4"], False)):
-        assert main(["train", "bibtex", "--solver", "memoir", "--epochs", "1", "--threads", "1", "--json", *lam]) == 0
-        assert (PAPER_LAM_NOTE in capsys.readouterr().err) is noted
-
-
 def test_every_solver_parameter_has_a_generated_option_with_its_doc():
     """The train and spec options come from the parameter classes: each parameter is --NAME (a
     switch pair for a Boolean), typed by its kind, helped by its doc, a Selector's choices shown."""
@@ -296,3 +288,30 @@ def test_every_solver_parameter_has_a_generated_option_with_its_doc():
     assert "--no-normalize" in actions["normalize"].option_strings
     args = parser.parse_args(["train", "bibtex", "--max-iter", "7", "--no-deal", "--mode", "lc"])
     assert (args.max_iter, args.deal, args.mode, args.eps) == (7, False, "lc", None)
+
+
+def test_the_progress_bar_says_when_the_kernels_compile():
+    """The fit's phase callback: "compiling" shows at once on a line of its own (no waiting
+    notice after it), "training" says how long the kernels took, then the bar draws as usual."""
+    import io
+    import time
+
+    from xcviz.cli import COMPILING, STARTING, ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    bar = ProgressBar("labels", out, notice=0.05)
+    bar.phase("compiling")
+    time.sleep(0.3)
+    bar.phase("training")
+    bar(159, 159)
+    lines = out.getvalue().split("\n")
+    assert lines[0] == COMPILING and "not counted in train_seconds" in COMPILING and STARTING not in out.getvalue()
+    seconds = float(lines[1].removeprefix("kernels ready in ").removesuffix("s"))
+    assert 0.25 <= seconds < 2.0 and " 159/159 labels" in lines[2]
+    quiet = io.StringIO()  # not a terminal: nothing drawn
+    ProgressBar("labels", quiet).phase("compiling")
+    assert quiet.getvalue() == ""

@@ -46,7 +46,7 @@ def fit_validation(test: Dataset | Shards, solver: str):
 def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | None = None,
           C: float | None = None, threads: int | None = None, recorder=None,
           progress: Callable[[int, int], None] | None = None, validation=None, cluster: str | None = None,
-          **params) -> SparseModel:
+          phase: Callable[[str], None] | None = None, **params) -> SparseModel:
     """Train `solver` on a data set: a Dataset, an (X, Y) pair, a bundled name (its training split)
     or a file path. Unset arguments take the solver's defaults (dismec: init "msi", squared hinge,
     C = 1); other solver parameters go in **params (see the solver's parameter class).
@@ -54,7 +54,9 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     "local:N[xT]" or "tcp://HOST:PORT" trains a one-vs-all solver's label blocks on Dask (see
     xcviz.compute.cluster); the model's info then says where, and how long starting and scattering took.
     A sharded folder (`xcviz shard`) trains DS-MLR's sync on a cluster without its rows ever being
-    read here (the workers read the parts); any other solver reads every part."""
+    read here (the workers read the parts); any other solver reads every part. phase(name) hears
+    "compiling" and then "training" when the solver first warms its kernels up in this process
+    (their seconds are the model info's `compile_seconds`, kept out of `train_seconds`)."""
     enable_shortcuts()
     ds = _as_dataset(dataset)
     given = {k: v for k, v in {"init": init, "loss": loss, "C": C}.items() if v is not None}
@@ -68,7 +70,8 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     with cluster_client(cluster, threads) as session:
         if session is not None:
             extra["cluster"] = session
-        model = family.fit(*fit_inputs(ds, solver), p, threads=threads, recorder=recorder, progress=progress, **extra)
+        model = family.fit(*fit_inputs(ds, solver), p, threads=threads, recorder=recorder, progress=progress,
+                           phase=phase, **extra)
     model.info["dataset"] = ds.name
     keep_labels(model, ds)
     return model

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import param
 
@@ -25,10 +25,6 @@ from .models.sparse import ModelFormatError
 from ._util.extras import MissingExtra
 from ._util.jsontext import TooDeep, loads_bounded
 from ._util.text import printable
-
-if TYPE_CHECKING:
-    from .models.embedding import EmbeddingModel
-    from .models.sparse import SparseModel
 
 # `xcviz generate`'s peak memory above the imported process: per stored entry (values, indices, the
 # generator's temporaries and the split's copies) and fixed. Measured peak RSS less the bare process's,
@@ -43,6 +39,7 @@ _USER_ERRORS = (DatasetFormatError, ModelFormatError, MissingExtra, ValueError, 
 
 STARTING = ("waiting for the first progress report (the first run after installing compiles the numba kernels: "
             "up to a minute, cached for the next runs)")
+COMPILING = "compiling the numba kernels (or loading them from numba's cache): not counted in train_seconds"
 
 
 class ProgressBar:
@@ -51,7 +48,9 @@ class ProgressBar:
     apart) and at the end. Until the first report, a line says that the kernels may be compiling
     (STARTING, after `notice` seconds: a fresh install's first run compiles for up to a minute before
     any progress); the ETA is paced from the first report on, not from the start, so that this
-    compile does not inflate it (1 batch in 58 s had read as an ETA of 28,000 s)."""
+    compile does not inflate it (1 batch in 58 s had read as an ETA of 28,000 s). `phase` is the
+    fit's phase callback: the kernels' warm-up says COMPILING on a line of its own as it starts and
+    how long it took when it ends (the `compile_seconds` of the summary)."""
 
     def __init__(self, what: str, stream=sys.stderr, notice: float = 1.0) -> None:
         self.what = what
@@ -60,6 +59,7 @@ class ProgressBar:
         self.t0 = time.monotonic()
         self.drawn = -math.inf
         self.first: tuple[float, int] | None = None  # (time, done) of the first report
+        self.compiling_since: float | None = None
         self._lock = threading.Lock()
         self._notice = threading.Timer(notice, self._starting)
         self._notice.daemon = True
@@ -71,6 +71,21 @@ class ProgressBar:
             if self.first is None:  # a line of its own: an error that ends the run starts on the next
                 self.stream.write(f"{STARTING}\n")
                 self.stream.flush()
+
+    def phase(self, name: str) -> None:
+        """"compiling": the kernels' warm-up starts (said at once, the notice is not needed);
+        "training": it ended, and took so long."""
+        if not self.enabled:
+            return
+        with self._lock:
+            if name == "compiling":
+                self._notice.cancel()
+                self.compiling_since = time.monotonic()
+                self.stream.write(f"{COMPILING}\n")
+            elif self.compiling_since is not None:
+                self.stream.write(f"kernels ready in {time.monotonic() - self.compiling_since:.1f}s\n")
+                self.compiling_since = None
+            self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -247,15 +262,6 @@ def _solver_params(args: argparse.Namespace) -> dict:
     return params
 
 
-def _note_paper_lambda(model: SparseModel | EmbeddingModel) -> None:
-    """Say on stderr, beside a trained model's numbers, why MEMOIR l2 at the paper's lambda learned next to
-    nothing (read from the parameters the model was trained with, defaults resolved)."""
-    if model.solver == "memoir" and model.params.get("lam") is None and model.params.get("variant") == "l2":
-        from .solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
-
-        print(f"xcviz: note: {PAPER_LAM_NOTE}; --lam {LEARNING_LAM:g} is the dashboard's default", file=sys.stderr)
-
-
 def _cluster(args: argparse.Namespace) -> str | None:
     """The cluster asked for by --cluster or --scheduler (HOST:PORT gets tcp://), checked."""
     from .compute.cluster import parse_cluster
@@ -347,10 +353,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     train_ds, test_ds = resolve(args.dataset, _paired_test(args.dataset, args.test))
     recorder = JsonLinesSink(args.records) if args.records else None
     multiclass = get_solver(args.solver).multiclass
-    model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder,
-                  progress=None if args.json else ProgressBar("batches" if multiclass else "labels"),
-                  validation=test_ds if multiclass and args.records else None, cluster=_cluster(args), **params)
-    _note_paper_lambda(model)
+    bar = None if args.json else ProgressBar("batches" if multiclass else "labels")
+    model = train(train_ds, solver=args.solver, threads=args.threads, recorder=recorder, progress=bar,
+                  phase=None if bar is None else bar.phase, validation=test_ds if multiclass and args.records else None,
+                  cluster=_cluster(args), **params)
     summary = {"dataset": args.dataset, "solver": args.solver,
                **model_summary(model, train_ds.n, None if test_ds is None else test_ds.n)}
     if test_ds is not None:

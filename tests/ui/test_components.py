@@ -78,13 +78,13 @@ def test_refused_values_are_shown_and_block_compare_and_groups_follow_the_varian
     assert msi.visible and not ovap.visible and msi.collapsed
     panel.variants.value = ["ovap"]
     assert ovap.visible and not msi.visible
-    panel.solver.value = "memoir"  # the page's MEMOIR default learns; the tooltip says why
-    assert panel.params.lam == 1e-4 and "1.4% accuracy" in panel.inputs["lam"].widget.description
+    panel.solver.value = "memoir"  # MEMOIR's default (unset: 1e-4 for l2) learns; the tooltip says why
+    assert panel.params.lam is None and "1.4% accuracy" in panel.inputs["lam"].widget.description
     assert set(panel.groups) >= {"hnsw", "simplelsh", "spherical"}
     panel.variants.value = ["exact", "hnsw"]
     assert panel.groups["hnsw"].visible and not panel.groups["spherical"].visible
     assert "hnsw_M" not in [getattr(o, "objects", [None])[0] for o in panel.params_box.objects]
-    assert {s.params["lam"] for s in panel.specs("bibtex", None)} == {1e-4}
+    assert {s.params["lam"] for s in panel.specs("bibtex", None)} == {None}
 
 
 def test_datasets_are_confined_to_the_data_folders(tmp_path):

@@ -55,7 +55,7 @@ def store(tmp_path_factory):
 def _references(view: RunView, store: RunStore, shown: list[str]) -> dict:
     rows = {r["id"]: r for r in store.list()}
     view.update(rows, shown)
-    return dict(view.plots._sources["objective"][3].data)
+    return dict(view.plots._sources["objective"][4].data)
 
 
 @pytest.mark.slow
@@ -75,7 +75,7 @@ def test_the_objective_figure_draws_each_problems_lbfgs_optimum(store):
     assert fig.y_range.start <= np.log10(min(lines["value"])) <= fig.y_range.end
     # the lines cross the whole plot (spans, not segments over some x range); sync and LC end above
     # their problem's L-BFGS optimum
-    (spans,) = [r for r in fig.renderers if r.data_source is view.plots._sources["objective"][3]]
+    (spans,) = [r for r in fig.renderers if r.data_source is view.plots._sources["objective"][4]]
     assert isinstance(spans.glyph, HSpan)
     for name in ("sync-1e-3", "lc-1e-3"):
         assert final["lbfgs-1e-3"] <= final[name] + 1e-9

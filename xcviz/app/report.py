@@ -35,14 +35,15 @@ from .ui.workers_view import COST_ASSUMPTIONS, WorkersView, scaling_figure
 # Tabulator's script and stylesheet): links to files or a CDN that plain Bokeh plots do not need
 _PANEL_RESOURCES = re.compile(r'<script src="[^"]*"></script>\s*|<link rel="stylesheet" href="[^"]*"[^>]*>\s*')
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1",
-           "model_nnz", "train_seconds")
+           "model_nnz", "train_seconds", "compile_seconds")
 KINDS = ("iteration", "label")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SHARED = 0o644  # a report is for others to open (write_atomic's default is owner-only)
 
 
 # the format of each metric in the tables: one precision per metric, whatever its values
-FORMATS = {**dict.fromkeys(METRICS[:11], "{:.2f}"), "model_nnz": "{:,.0f}", "train_seconds": "{:.1f}"}
+FORMATS = {**dict.fromkeys(METRICS[:11], "{:.2f}"), "model_nnz": "{:,.0f}", "train_seconds": "{:.1f}",
+           "compile_seconds": "{:.1f}"}
 
 
 def _table(frame: pd.DataFrame) -> str:

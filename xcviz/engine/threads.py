@@ -12,10 +12,15 @@ def max_threads() -> int:
     return numba.config.NUMBA_NUM_THREADS
 
 
+def thread_count(threads: int | None) -> int:
+    """The threads a `threads` setting means: None = all (max_threads)."""
+    return max_threads() if threads is None else int(threads)
+
+
 @contextmanager
 def using_threads(threads: int | None) -> Iterator[int]:
     """Set numba's thread count for the block (None = all); yields the count actually used."""
-    count = max_threads() if threads is None else int(threads)
+    count = thread_count(threads)
     if not 1 <= count <= max_threads():
         raise ValueError(f"threads must be between 1 and {max_threads()}, got {threads}")
     previous = numba.get_num_threads()

@@ -14,9 +14,17 @@ def run_spec(row: dict) -> dict:
         return {}
 
 
+COMPILING_TEXT = "compiling kernels"
+
+
 def progress_text(row: dict, spec: dict | None = None) -> str:
-    """Labels done (one-vs-all) or epochs done (multiclass) of a store row, e.g. "128/159 labels"."""
+    """Labels done (one-vs-all) or epochs done (multiclass) of a store row, e.g. "128/159 labels";
+    COMPILING_TEXT while a running run warms its kernels up (solvers.warmup: the phase its worker
+    writes into the summary), which is not training time."""
     spec = run_spec(row) if spec is None else spec
+    summary = row.get("summary")
+    if row.get("status") == "running" and isinstance(summary, dict) and summary.get("phase") == "compiling":
+        return COMPILING_TEXT
     solver = SOLVERS.get(spec.get("solver", ""))
     done, total = int(row["done"]), int(row["total"])
     if solver is not None and solver.multiclass:

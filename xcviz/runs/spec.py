@@ -15,6 +15,7 @@ from ..compute.cluster import parse_cluster
 
 
 MAX_DEPTH = 8
+DEFAULT_THREADS = None  # all cores: a spec's, `xcviz train`'s and `xcviz.train`'s, and where the page's box starts
 
 
 class SpecError(ValueError):
@@ -39,7 +40,7 @@ class RunSpec:
     solver: str = "dismec"
     params: dict = field(default_factory=dict)
     test: str | None = None
-    threads: int | None = None
+    threads: int | None = DEFAULT_THREADS
     name: str = ""
     cluster: str | None = None
 

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import traceback
+from typing import Callable
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-            on_block=sink.block, **({"cluster": cluster} if cluster else {}))
+            on_block=sink.block, phase=phase_writer(store, run), **({"cluster": cluster} if cluster else {}))
     model, done = stored_model(store, run, train.n_labels, train.n_features, template)
     model.info.update({k: v for k, v in template.info.items() if k not in model.info})
     keep_labels(model, train)
@@ -131,6 +132,13 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), done=done, summary=summary)
     return status
+
+
+def phase_writer(store: RunStore, run: str) -> Callable[[str], None]:
+    """The fit's phase callback of a background run: the phase goes into the run's summary while it
+    trains (`{"phase": "compiling"}`, read by runs.progress.progress_text, so the runs table and
+    `xcviz runs` say the kernels are compiling); the summary it ends with replaces it."""
+    return lambda name: store.update(run, summary={"phase": name})
 
 
 class StoreCallbacks:
@@ -170,7 +178,7 @@ def _execute_multiclass(store: RunStore, run: str, spec: RunSpec, train, test) -
         model = get_solver(spec.solver).fit(
             *fit_inputs(train, spec.solver), make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=SqliteSink(store, run), run=run, progress=callbacks.progress, stop=callbacks.stop,
-            validation=None if test is None else fit_validation(test, spec.solver),
+            validation=None if test is None else fit_validation(test, spec.solver), phase=phase_writer(store, run),
             **({"cluster": cluster} if cluster else {}))
     keep_labels(model, train)
     model.save(store.run_dir(run) / "model")

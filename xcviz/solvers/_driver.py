@@ -17,11 +17,11 @@ from typing import Any, Callable, ClassVar, Iterator
 import numpy as np
 import param
 
-from ..data.synthetic import generate
 from ..engine.threads import using_threads
+from ..records.climbs import climbs
 from ..records.sinks import NullSink
 from .params import param_dict
-from .warmup import code_paths, warm_once
+from .warmup import code_paths, tiny_problem, warm_once
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class FitOptions:
     asked before every step or block; true ends the run with the model so far. validation: (X, Y)
     a multiclass family measures while training. cluster: a (Client, ClusterInfo) pair of
     xcviz.compute.cluster for a family that distributes. skip, on_block: the labels already trained
-    and the callback of every finished block, for one-vs-all runs that resume."""
+    and the callback of every finished block, for one-vs-all runs that resume. phase(name): told
+    "compiling" before the kernels' warm-up and "training" after it (solvers.warmup), when there is one."""
 
     threads: int | None = None
     recorder: Any = None
@@ -44,6 +45,7 @@ class FitOptions:
     cluster: Any = None
     skip: np.ndarray | None = None
     on_block: Callable | None = None
+    phase: Callable[[str], None] | None = None
 
     @classmethod
     def of(cls, family: str, options: dict) -> FitOptions:
@@ -64,12 +66,13 @@ class FitOptions:
 
 
 def one_vs_all(family: str, options: dict) -> tuple:
-    """(threads, recorder, run, progress, cluster, background) of a one-vs-all fit's options,
+    """(threads, recorder, run, progress, cluster, background, phase) of a one-vs-all fit's options,
     background the skip, stop and on_block of solvers._onevsall.run.run_blocks; a validation set is
     refused (a one-vs-all family measures none while training)."""
     o = FitOptions.of(family, options)
     o.refuse(family, "validation")
-    return o.threads, o.recorder, o.run, o.progress, o.cluster, {"skip": o.skip, "stop": o.stop, "on_block": o.on_block}
+    return (o.threads, o.recorder, o.run, o.progress, o.cluster, {"skip": o.skip, "stop": o.stop, "on_block": o.on_block},
+            o.phase)
 
 
 class Clock:
@@ -121,7 +124,9 @@ class Driver:
         self.written = 0  # records written
         self.cancelled = False
         self.last_row: dict | None = None  # the last record made
+        self.objectives: list[float] = []  # each record's objective, for its climbs (records.climbs)
         self.n_threads = 0
+        self.compile_seconds = 0.0  # the warm-up's, before the clock (solvers.warmup)
         self.clock = Clock()
 
     # hooks -------------------------------------------------------------------------------------
@@ -196,8 +201,14 @@ class Driver:
         return model
 
     def model_info(self) -> dict:
-        """The info every family's model carries; a family's `model` adds its own."""
-        return {"train_seconds": self.train_seconds, "threads": self.n_threads, "cancelled": self.cancelled}
+        """The info every family's model carries; a family's `model` adds its own. A recorded run
+        also carries its objective's climbs (records.climbs: start and peak record, their values),
+        which the runs table flags."""
+        info = {"train_seconds": self.train_seconds, "compile_seconds": self.compile_seconds, "threads": self.n_threads,
+                "cancelled": self.cancelled}
+        if self.objectives:
+            info["objective_climbs"] = [list(c) for c in climbs(self.objectives)]
+        return info
 
     def _loop(self) -> None:
         if self.total and self._stopped():
@@ -241,6 +252,7 @@ class Driver:
             if self.recorder is not None:
                 self.write(row)
         self.written += 1
+        self.objectives.append(float(row.get("objective", np.nan)))
         self.clock.last = self.clock.train_seconds()
         self.last_row = row
         return row
@@ -248,12 +260,13 @@ class Driver:
     def warm(self, key: tuple, params: param.Parameterized, *, multilabel: bool) -> None:
         """Train `params` (settings scaled down to a tiny problem) once per process and kind of run
         on a tiny generated problem, multi-label or multiclass, recording and validating if this
-        run does (see solvers.warmup)."""
+        run does (see solvers.warmup); its seconds add to `compile_seconds`."""
         recording, validating = self.recorder is not None, self.options.validation is not None
 
         def tiny_fit() -> None:
-            tiny = generate(60, 40, 12, multiclass=not multilabel, avg_labels=2, avg_nnz=6, seed=0)
+            tiny = tiny_problem(multilabel)
             type(self)(tiny.X, tiny.Y, params, threads=self.threads, recorder=NullSink() if recording else None,
                        validation=(tiny.X, tiny.Y) if validating else None).fit()
 
-        warm_once((self.name, code_paths(self.p), *key, multilabel, recording, validating), tiny_fit)
+        self.compile_seconds += warm_once((self.name, code_paths(self.p), *key, multilabel, recording, validating),
+                                          tiny_fit, self.options.phase)

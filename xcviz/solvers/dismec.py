@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
-from ._onevsall.run import run_blocks
+from ._onevsall.run import run_blocks, warm_up
 from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem, training_rows
 from ._driver import one_vs_all
 from .params import param_dict
@@ -112,10 +112,12 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     every block of labels. cluster: None for numba threads here, or a (Client, ClusterInfo) pair
     from xcviz.compute.cluster.connect to train the blocks on Dask workers. skip, stop and
     on_block (solvers._onevsall.run.run_blocks) serve runs that can be cancelled and resumed."""
-    threads, recorder, run, progress, cluster, background = one_vs_all("dismec", options)
+    threads, recorder, run, progress, cluster, background, phase = one_vs_all("dismec", options)
     p = params or DismecParams()
     if p.init == "bias" and p.bias == 0:
         raise ValueError("init='bias' needs a bias feature (bias > 0)")
+    compile_seconds = warm_up("dismec", fit_dismec, p, threads=threads, record=recorder is not None, cluster=cluster,
+                              phase=phase)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     prob = prepare_problem(X, Y, p.normalize, p.bias, order_rows=True)
@@ -145,4 +147,4 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
     return finish_model(result, problem=prob, solver="dismec", params=param_dict(p), bias=p.bias,
                         normalize=p.normalize, iterations_name="newton_iterations",
                         seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
-                        n_threads=n_threads, recorder=recorder)
+                        compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)

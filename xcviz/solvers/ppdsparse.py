@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
-from ._onevsall.run import run_blocks
+from ._onevsall.run import run_blocks, warm_up
 from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem
 from ._driver import one_vs_all
 from .params import param_dict
@@ -131,8 +131,10 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
     """Train one elastic-net linear classifier per label of Y by PPDSparse's dual active-set method.
 
     options as for fit_dismec."""
-    threads, recorder, run, progress, cluster, background = one_vs_all("ppdsparse", options)
+    threads, recorder, run, progress, cluster, background, phase = one_vs_all("ppdsparse", options)
     p = params or PPDSparseParams()
+    compile_seconds = warm_up("ppdsparse", fit_ppdsparse, p, threads=threads, record=recorder is not None,
+                              cluster=cluster, phase=phase)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     prob = prepare_problem(X, Y, p.normalize, p.bias)
@@ -160,4 +162,4 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
     return finish_model(result, problem=prob, solver="ppdsparse", params=param_dict(p), bias=p.bias,
                         normalize=p.normalize, iterations_name="outer_iterations",
                         seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
-                        n_threads=n_threads, recorder=recorder)
+                        compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)

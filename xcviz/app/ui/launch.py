@@ -9,7 +9,8 @@ a collapsible group shown only while that variant is selected. A value the param
 stays disabled until it is fixed. The same holds for threads (1 to the cores numba may use, as the
 CLI checks) and for a data set listed as refused (the reason shows beside the select). What a
 Compare could not launch is said right below the button. A solver added to the registry appears
-here without a change.
+here without a change. Every default (the parameters' and threads') is the run spec's, the CLI's
+and the API's: the page keeps none of its own (issue 40).
 """
 from __future__ import annotations
 
@@ -19,19 +20,15 @@ from pathlib import Path
 import panel as pn
 import param
 
-from ...engine.threads import max_threads
+from ...engine.threads import max_threads, thread_count
 from ...compute.cluster import MAX_LOCAL_WORKERS
 from ...oracles.registry import ORACLES
-from ...runs.spec import RunSpec
+from ...runs.spec import DEFAULT_THREADS, RunSpec
 from ...solvers import SOLVERS
-from ...solvers.memoir import LEARNING_LAM, PAPER_LAM_NOTE
 from ...solvers.params import plain_refusal
 from ..._util.text import printable
 
 WIDTH = 260  # the sidebar's widgets
-# defaults of the page that differ from the solver's, because the solver's learn nothing useful on
-# the bundled data sets: solver -> parameter -> (value, why)
-PAGE_DEFAULTS = {"memoir": {"lam": (LEARNING_LAM, f"Page default {LEARNING_LAM:g}: {PAPER_LAM_NOTE}.")}}
 
 
 def variant_objects(params: param.Parameterized, name: str) -> list:
@@ -114,9 +111,11 @@ def _as_text(value) -> str:
 
 
 class Threads(param.Parameterized):
-    """The threads each run trains on, bounded as the CLI and run specs bound them (`max_threads`)."""
+    """The threads each run trains on, bounded as the CLI and run specs bound them (`max_threads`),
+    starting where they start (a run spec's default, all cores)."""
 
-    threads = param.Integer(1, bounds=(1, max_threads()), doc="Numba threads each run trains on.")
+    threads = param.Integer(thread_count(DEFAULT_THREADS), bounds=(1, max_threads()),
+                            doc="Numba threads each run trains on (default: all cores, as `xcviz train`).")
 
 
 class ParamInput:
@@ -219,20 +218,17 @@ class LaunchPanel:
             self._kept[self._built] = (self.params, list(self.variants.value))
         solver = SOLVERS[self.solver.value]
         self._built = solver.name
-        defaults = PAGE_DEFAULTS.get(solver.name, {})
         if solver.name in self._kept:
             self.params, chosen = self._kept[solver.name]
-        else:
+        else:  # the solver's own defaults, those of `xcviz train` and `xcviz.train` (one source)
             self.params, chosen = solver.params(), None
-            for name, (value, _why) in defaults.items():
-                setattr(self.params, name, value)
         names = [n for n in self.params.param if n not in ("name", solver.compare)]
         objects = variant_objects(self.params, solver.compare)
         default = self.params.param[solver.compare].default
         self.variants.label = f"Variants to compare ({solver.compare})"
         self.variants.options = objects
         self.variants.value = chosen if chosen is not None else list(dict.fromkeys([objects[0], default]))
-        self.inputs = {n: ParamInput(self.params, n, defaults.get(n, (None, ""))[1]) for n in names}
+        self.inputs = {n: ParamInput(self.params, n) for n in names}
         for item in self.inputs.values():
             item.widget.param.watch(lambda _e: self.check(), "value")
         grouped = variant_groups(solver.name, self.params)

@@ -14,7 +14,11 @@ a figure new data only when one of its curves changed. The numbers come from `Ru
 module only smooths (before downsampling), downsamples and scales them for drawing. A fourth glyph
 draws reference lines across a figure (`references.py`: DS-MLR's best L-BFGS objective), dashed, named in
 the legend, and counted in the figure's y range: a horizontal span (Bokeh's `hspan`), which crosses
-the whole plot whatever the x range, so a pan or zoom never shows it cut.
+the whole plot whatever the x range, so a pan or zoom never shows it cut. A fifth marks where a
+run's objective climbs (`records.climbs`, on the records' medians before any smoothing): a wide,
+pale red stroke under the run's line in the objective figure, named "objective climbs" in its
+legend, for runs that record one trajectory (a median over labels falls and rises as labels
+converge, which is no climb).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool
 
+from ...records.climbs import climb_mask, climbs
 from ...runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, plotted_fields
 from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
@@ -47,8 +52,13 @@ def _segments(finite: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in zip(edges[::2], edges[1::2])]
 
 
-def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
-    """The data of a figure's three sources from its curves (run name, colour, arrays). The ragged
+CLIMB_LABEL = "objective climbs"
+CLIMB_COLOR = "#d62728"
+
+
+def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict, dict]:
+    """The data of a figure's four curve sources from its curves (run name, colour, arrays): bands,
+    lines, hover points and climbs (the stretches of a line its `climb` mask marks). The ragged
     columns (each band's and line's points) are lists: Bokeh sends every numpy array of a column
     as a binary buffer of its own, two websocket frames the server awaits one after the other
     (1,000 frames and about a second for a change of smoothing with 20 runs); lists travel inside
@@ -56,9 +66,14 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
     bands = {"xs": [], "ys": [], "color": []}
     lines = {"xs": [], "ys": [], "color": [], "run": []}
     points = {"x": [], "y": [], "xv": [], "m": [], "run": [], "color": []}
+    climbing = {"xs": [], "ys": [], "climb": []}
     for name, color, c in curves:
         if not np.isfinite(c["median"]).any():  # nothing of this run to draw here: not in the legend either
             continue
+        for seg in _segments(c["climb"]):
+            climbing["xs"].append(c["x"][seg].tolist())
+            climbing["ys"].append(c["median"][seg].tolist())
+            climbing["climb"].append(CLIMB_LABEL)
         for seg in _segments(np.isfinite(c["x"]) & np.isfinite(c["lower"]) & np.isfinite(c["upper"])):
             bands["xs"].append(np.concatenate((c["x"][seg], c["x"][seg][::-1])).tolist())
             bands["ys"].append(np.concatenate((c["upper"][seg], c["lower"][seg][::-1])).tolist())
@@ -73,7 +88,7 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict]:
         points["run"].append(np.full(n, name, dtype=object))
         points["color"].append(np.full(n, color, dtype=object))
     points = {k: np.concatenate(v) if v else np.array([]) for k, v in points.items()}
-    return bands, lines, points
+    return bands, lines, points, climbing
 
 
 def _reference_columns(refs: list[Reference], log_y: bool) -> dict:
@@ -167,8 +182,8 @@ class LivePlots:
         plans = {field: self._plan(field, field in fields) for field in self._figures}
         thinned = any(c["thinned"] for plan in plans.values() for _, _, c in plan.curves)
         shrinking = [field for field, plan in plans.items() if plan.data is not None and any(
-            len(columns["xs"]) < len(source.data["xs"])
-            for source, columns in zip(self._sources[field], plan.data[:2]))]  # the bands and lines
+            len(plan.data[i]["xs"]) < len(self._sources[field][i].data["xs"])
+            for i in (0, 1, 3))]  # the bands, lines and climbs
         drawn: dict[str, set[str | None]] = {}
         for field in shrinking:
             self._apply(field, plans.pop(field), drawn)
@@ -206,8 +221,9 @@ class LivePlots:
             follow, self._views[field] = self._views.get(field) != view, view
             self._drawn[field] = bool(curves) and self._fit(field, fig, [c for _, _, c in curves], log_y,
                                                             refs, follow)
-            self._sources[field][3].data = _reference_columns(refs, log_y)
-            fit_legend(fig, [*self._sources[field][1].data["run"], *(r.label for r in refs)])
+            self._sources[field][4].data = _reference_columns(refs, log_y)
+            fit_legend(fig, [*self._sources[field][1].data["run"], *(r.label for r in refs),
+                             *set(self._sources[field][3].data["climb"])])
         elif self._drawn[field] and (zoomed(fig.x_range) or zoomed(fig.y_range)):
             retick(fig, self.log_x.value, log_y)  # the user zoomed: ticks for what is shown
         visible = self._drawn[field]
@@ -286,8 +302,10 @@ class LivePlots:
         legend naming each run's line."""
         fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
                          width=self.size[0], height=self.size[1], sizing_mode="stretch_width")
-        bands, lines, points = (ColumnDataSource(columns) for columns in _columns([]))
+        bands, lines, points, climbing = (ColumnDataSource(columns) for columns in _columns([]))
         fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
+        fig.multi_line(xs="xs", ys="ys", source=climbing, line_color=CLIMB_COLOR, line_width=9, line_alpha=0.35,
+                       legend_field="climb")
         fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
         hover = fig.scatter(x="x", y="y", source=points, size=8, fill_alpha=0, line_alpha=0)
         refs = ColumnDataSource(_reference_columns([], False))
@@ -295,7 +313,7 @@ class LivePlots:
         fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
         style_legend(fig)
         pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
-        self._figures[field], self._sources[field] = pane, (bands, lines, points, refs)
+        self._figures[field], self._sources[field] = pane, (bands, lines, points, climbing, refs)
         return pane
 
     def _curve(self, field: str, run: str, plot_run: PlotRun, log_y: bool) -> tuple[tuple, dict]:
@@ -313,11 +331,20 @@ class LivePlots:
         index, k = downsample(len(bands))
         x = bands["x"].to_numpy(np.float64)[index]
         curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
+                 "climb": self._climbs(field, plot_run, bands["median"].to_numpy(np.float64))[index],
                  **{c: scaled(v[index], log_y) for c, v in columns.items()}}
         if log_y:
             curve["lower"] = floored_band(curve["lower"], curve["median"])
         self._curves[(field, run)] = (state, curve)
         return state, curve
+
+    @staticmethod
+    def _climbs(field: str, plot_run: PlotRun, median: np.ndarray) -> np.ndarray:
+        """Which points of a run's curve lie on a climb of its objective (records.climbs); none
+        outside the objective figure or for a run whose band is over labels."""
+        if field != "objective" or plot_run.records.band_members() == "labels":
+            return np.zeros(median.size, dtype=bool)
+        return climb_mask(median.size, climbs(median))
 
     def curve(self, field: str, run: str) -> dict | None:
         """What is drawn of a run in a field's figure: arrays x, median, lower, upper as plotted

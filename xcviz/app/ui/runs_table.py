@@ -28,6 +28,7 @@ import panel as pn
 from bokeh.models import Tooltip
 from bokeh.models.widgets.tables import NumberFormatter
 
+from ...records.climbs import CLIMB_RISES, CLIMB_RTOL, climb_text
 from ...runs.aggregate import eta_seconds
 from ...runs.launcher import resume
 from ...runs.progress import progress_text, restart_note, run_spec
@@ -41,6 +42,14 @@ ALWAYS = METRICS[:9]  # accuracy and macro-F1 only when some run has them (multi
 FILTERED = ("dataset", "solver", "status")
 
 
+HEADER_TIPS = {
+    "climbs": f"The objective rose in {CLIMB_RISES} or more records in a row, each by more than {CLIMB_RTOL:g} of "
+              "the value before (xcviz.records.climbs; runs that record one trajectory: MEMOIR, DS-MLR, LDGS)",
+    "train s": "train_seconds: training alone, without the kernels' compile",
+    "compile s": "compile_seconds: compiling, or loading from numba's cache, the solver's kernels before "
+                 "training (0 when the run's process had them already)"}
+
+
 def run_row(row: dict, now: float | None = None) -> dict:
     """One line of the table from a store row."""
     spec = run_spec(row)
@@ -52,6 +61,9 @@ def run_row(row: dict, now: float | None = None) -> dict:
             "error": printable(row["error"] or "", keep="\n\t"),
             "progress": round(100 * done / total) if total else 0, "done": progress_text(row, spec),
             "ETA s": float(round(eta)) if row["status"] == "running" and eta is not None else np.nan,
+            "climbs": climb_text(row["summary"].get("objective_climbs", [])),
+            "train s": row["summary"].get("train_seconds", np.nan),
+            "compile s": row["summary"].get("compile_seconds", np.nan),
             "dataset": printable(str(spec.get("dataset", "")).rsplit("/", 1)[-1]), "solver": solver,
             "variant": str(spec.get("params", {}).get(compare, "")) if compare else "",
             **{m: row["summary"].get(m, np.nan) for m in METRICS}, "id": row["id"],
@@ -62,7 +74,8 @@ BASE = tuple(run_row({"name": "", "status": "", "done": 0, "total": 0, "started"
                       "error": None, "id": ""}))
 # each column's type, whatever the rows: Panel's Tabulator gives numeric columns a number sorter in
 # its configuration, and rebuilds itself (dropping the page's ticks) when that changes
-BASE_TYPES = {c: np.float64 if c == "ETA s" or c in METRICS else np.int64 if c in ("progress", "number") else object
+SECONDS = ("ETA s", "train s", "compile s")
+BASE_TYPES = {c: np.float64 if c in SECONDS or c in METRICS else np.int64 if c in ("progress", "number") else object
               for c in BASE}
 # every solver parameter, in name order: a column each, whatever runs the store holds
 PARAMS = tuple(sorted({name for solver in SOLVERS.values() for name in solver.params().param}
@@ -137,10 +150,13 @@ def below(text: str) -> Tooltip:
 
 def hidden(frame: pd.DataFrame) -> list[str]:
     """The columns the page hides: the ids, the parameters whose value does not differ among the
-    runs, and accuracy and macro-F1 while no run has them."""
+    runs, accuracy and macro-F1 while no run has them, and the objective's climbs while no run
+    climbs (records.climbs)."""
     same = [c for c in frame.columns[frame.columns.get_loc("variant") + 1:frame.columns.get_loc(METRICS[0])]
             if len(set(frame[c]) - {""}) <= 1]
-    return ["id", "number", *same, *(m for m in METRICS if m not in ALWAYS and not frame[m].notna().any())]
+    climbing = frame["climbs"].astype(bool).any()
+    return ["id", "number", *([] if climbing else ["climbs"]), *same,
+            *(m for m in METRICS if m not in ALWAYS and not frame[m].notna().any())]
 
 
 class RunsTable:
@@ -164,7 +180,8 @@ class RunsTable:
             widths={"done": 130},
             formatters={"progress": {"type": "progress", "max": 100, "legend": False},
                         "ETA s": NumberFormatter(format="0", nan_format=""),
-                        **{m: NumberFormatter(format="0.00", nan_format="") for m in METRICS}})
+                        **{c: NumberFormatter(format="0.00", nan_format="") for c in (*SECONDS[1:], *METRICS)}},
+            titles={"climbs": "⚠ objective"}, header_tooltips=HEADER_TIPS)
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.failures = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         # tooltips below the buttons: beside them, they covered the next button

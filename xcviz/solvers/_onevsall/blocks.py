@@ -93,9 +93,11 @@ def begin_recording(recorder, *, run: str, solver: str, params: dict, n_threads:
 
 
 def finish_model(result: "BlockResult", *, problem: Problem, solver: str, params: dict, bias: float,
-                 normalize: bool, iterations_name: str, seconds: float, n_threads: int, recorder=None) -> SparseModel:
-    """The model of a finished block loop, its training summary, and the sink's `end` record."""
-    info = {"train_seconds": seconds, iterations_name: result.iterations, "threads": n_threads, "n_train": problem.n,
+                 normalize: bool, iterations_name: str, seconds: float, n_threads: int, compile_seconds: float = 0.0,
+                 recorder=None) -> SparseModel:
+    """The model of a finished block loop, its training summary (training and, apart, the kernels'
+    warm-up seconds), and the sink's `end` record."""
+    info = {"train_seconds": seconds, "compile_seconds": compile_seconds, iterations_name: result.iterations, "threads": n_threads, "n_train": problem.n,
             **result.info}
     model = SparseModel(weights=result.weights, bias_weights=result.bias_weights, bias=bias, normalize=normalize,
                         solver=solver, params=params, info=info)

@@ -9,6 +9,8 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from ...records.sinks import NullSink
+from ..warmup import code_paths, tiny_problem, warm_once
 from .blocks import BlockPlan, BlockResult, Problem, data_nbytes
 from .dask_backend import train_on_cluster
 from .threads_backend import train_in_blocks
@@ -38,3 +40,19 @@ def run_blocks(block_fn: Callable, data, prob: Problem, *, cluster=None, n_threa
     epoch = time.time() - (time.monotonic_ns() - t0_ns) / 1e9
     return train_on_cluster(cluster, block_fn, data, plan, prob.n_labels, prob.n_pos, epoch=epoch,
                             recorder=recorder, progress=progress, skip=skip, stop=stop, on_block=on_block)
+
+
+def warm_up(family: str, fit: Callable, params, *, threads: int | None, record: bool, cluster=None,
+            phase: Callable[[str], None] | None = None) -> float:
+    """A one-vs-all family's kernels compiled or loaded before its clock starts: `fit` (the family's
+    own) trains `params` on a tiny problem once per process and kind of run (solvers.warmup);
+    returns the seconds it took, the run's `compile_seconds`. A Dask run's kernels run in its
+    workers' processes, so it warms nothing here (0.0)."""
+    if cluster is not None:
+        return 0.0
+
+    def tiny_fit() -> None:
+        tiny = tiny_problem()
+        fit(tiny.X, tiny.Y, params, threads=threads, recorder=NullSink() if record else None)
+
+    return warm_once((family, code_paths(params), record), tiny_fit, phase)
