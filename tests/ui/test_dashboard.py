@@ -39,12 +39,17 @@ def test_compare_two_initializers_live_and_the_runs_outlive_browser_and_server(t
                 page.wait_for_selector("text=Compare", timeout=60000)
                 page.locator("select").first.select_option("bibtex")
                 page.locator("select").filter(has_text="logistic").select_option("logistic")
-                for name, value in (("C", "100"), ("eps", "0.00001")):
+                # one thread a run (the box starts at every core): the runs train long enough to watch grow
+                for name, value in (("threads", "1"), ("C", "100"), ("eps", "0.00001")):
                     field = page.get_by_label(name, exact=True)
                     field.fill(value)
                     field.press("Enter")
                 page.get_by_role("button", name="Compare", exact=True).click()
                 page.locator(".tabulator-cell", has_text="running").first.wait_for(timeout=30000)
+                # past the kernels' compile (an empty numba cache under load takes minutes; the
+                # training after it seconds): the kill comes once both runs count labels
+                page.locator(".tabulator-cell[tabulator-field=done]", has_text="/159 labels").nth(1).wait_for(
+                    timeout=600000)
             assert errors == []
             first.kill()  # SIGKILL: the server dies without a word to its runs
             first.wait(timeout=20)
