@@ -85,13 +85,24 @@ def test_run_aggregate_wall_bins_and_plain_runs():
     from xcviz.runs.aggregate import WALL_BIN_MIN, RunAggregate
 
     first, second = _run_batches()
-    agg = RunAggregate()
-    agg.add(first)
-    agg.add(second)
+    agg = RunAggregate()  # a streaming run (records with an epoch): its records in time bins
+    agg.add(first.assign(epoch=0.5))
+    agg.add(second.assign(epoch=1.0))
     assert agg.wall_bin() == 2 * WALL_BIN_MIN  # 2.7 s does not fit 200 bins of 0.01 s
     wall = agg.bands("active_set", "wall")
     assert wall["count"].sum() == 8 and wall["x"].is_monotonic_increasing
     np.testing.assert_allclose(wall["x"].iloc[0], 0.5 * 0.02 + 0.1 // 0.02 * 0.02)
+    assert "labels_done" not in agg.fields()
+    # a one-vs-all run on the wall axis: the labels done by then (label 0 at 0.6 s, 1 at 2.5 s,
+    # 2 at 2.7 s), not bins mixing some labels' first iterations with others' last; nothing else
+    ova = RunAggregate()
+    ova.add(first)
+    ova.add(second)
+    done = ova.bands("labels_done", "wall")
+    np.testing.assert_allclose(done["x"], [0.6, 2.5, 2.7])
+    assert list(done["median"]) == list(done["lower"]) == [1.0, 2.0, 3.0]
+    assert ova.bands("active_set", "wall").empty and ova.bands("labels_done", "iteration").empty
+    assert not ova.bands("active_set", "iteration").empty
     plain = RunAggregate()
     plain.add(pd.DataFrame({"iteration": np.arange(5), "accuracy": [0.1, 0.5, 0.7, 0.8, 0.85]}))
     line = plain.bands("accuracy")
@@ -156,6 +167,21 @@ def test_smoothing_and_downsampling_rules():
     index, k = downsample(2500, 1000)
     assert k == 3 and index[0] == 0 and index[-1] == 2499 and len(index) <= 1000 + 1
     assert downsample(10, 1000)[1] == 1
+
+
+def test_smoothing_on_a_log_axis_is_done_in_log_space():
+    """A gap falling a decade a point: the linear EMA at the last point is dominated by the early,
+    large values (about 0.1 for span 20, where the gap is 1e-8); the log-space EMA is the
+    geometric mean the log axis shows, a few decades above the last point, never above the
+    first. By hand for span 3 (alpha 0.5, bias-corrected): the log EMA of 1, 0.1 is 10^(-2/3)."""
+    from xcviz.runs.aggregate import smooth
+
+    gap = 10.0 ** -np.arange(9.0)
+    linear, logged = smooth(gap, "ema", 20), smooth(gap, "ema", 20, log=True)
+    assert linear[-1] > 0.05 and 1e-8 < logged[-1] < 1e-3
+    np.testing.assert_allclose(smooth(gap[:2], "ema", 3, log=True), [1.0, 10 ** (-2 / 3)])
+    with_zero = smooth(np.array([1.0, 0.0, 0.01]), "median", 2, log=True)  # a 0 is left out, as drawn
+    np.testing.assert_allclose(with_zero, [1.0, np.nan, 0.01])
 
 
 def test_slowest_labels_and_eta():

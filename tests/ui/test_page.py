@@ -20,6 +20,7 @@ from playwright.sync_api import Error as PlaywrightError, TimeoutError as Playwr
 
 from tests.ui.browser import ARTIFACTS, browser_page, cut_cells, page_text
 from tests.ui.conftest import server_errors, start_server
+from xcviz.app.ui.live_plots import CLIMB_LABEL
 from xcviz.cli import main as xcviz
 from xcviz.runs.launcher import launch, wait
 from xcviz.runs.spec import RunSpec
@@ -66,7 +67,8 @@ FIGURES_JS = """() => {
       const shown = Array.from(axis.ticker.ticks || []).filter(t => t >= range.start && t <= range.end);
       ticks.push({log: (axis.axis_label || '').includes('log scale'), at: shown, text: axis.formatter.doFormat(shown, {loc: 0})});
     }
-    out.push({title: m.title.text, visible: m.visible, x: [m.x_range.start, m.x_range.end],
+    const subtitle = m.above.filter(a => a !== m.title && a.text !== undefined).map(a => a.text).join(' ');
+    out.push({title: m.title.text, subtitle: subtitle, visible: m.visible, x: [m.x_range.start, m.x_range.end],
               y: [m.y_range.start, m.y_range.end], reset_x: [m.x_range.reset_start, m.x_range.reset_end],
               dx: extent(xs), dy: extent(ys), labels: labels, colors: Array.from(colors), ticks: ticks});
   }
@@ -83,7 +85,7 @@ LEGENDS_JS = """() => {
     const plot = Bokeh.index.find_one(m);
     if (plot == null || plot.el.getClientRects().length === 0) continue;  // not on the page now
     for (const legend of [...m.center, ...m.above, ...m.below, ...m.left, ...m.right]) {
-      if (legend.items === undefined) continue;
+      if (legend.items === undefined || !legend.visible) continue;
       if (!legend.items.some((item) => item.get_labels_list_from_label_prop().length)) continue;
       const box = (b) => [b.left, b.top, b.right, b.bottom];
       out.push({title: m.title.text, legend: box(Bokeh.index.find_one(legend).bbox), frame: box(plot.frame.bbox),
@@ -94,9 +96,13 @@ LEGENDS_JS = """() => {
 }"""
 
 
-def _misplaced_legends(page) -> list[str]:
-    """The legends that cover their figure's plot area or reach out of its canvas (an entry cut off)."""
+def _misplaced_legends(page, grid: bool) -> list[str]:
+    """The legends that cover their figure's plot area or reach out of its canvas (an entry cut off);
+    `grid`: the page, whose figures hide theirs for the grid's one legend (none may show), else a
+    report (every figure shows its own)."""
     legends = page.evaluate(LEGENDS_JS)
+    if grid:
+        return [f"a figure's own legend beside the grid's: {f['title']}" for f in legends]
     out = [] if legends else ["no legend listing anything"]
     for f in legends:
         (left, top, right, bottom), (fl, ft, fr, fb), (width, height) = f["legend"], f["frame"], f["canvas"]
@@ -107,11 +113,18 @@ def _misplaced_legends(page) -> list[str]:
     return out
 
 
-def assert_legends_beside_the_data(page, context: str, seconds: float = 15) -> None:
-    """Every legend lies outside its figure's plot area (it hides no data, wherever the curves run
-    or the view is panned) and inside its canvas, once the page has laid the figures out."""
+def assert_legends_beside_the_data(page, context: str, seconds: float = 15, names: set[str] = frozenset(),
+                                   grid: bool = True) -> None:
+    """On the page (`grid`): one legend above the grid names `names` and no figure shows its own.
+    In a report: every legend lies outside its figure's plot area (it hides no data, wherever the
+    curves run or the view is panned) and inside its canvas, once the page has laid the figures out."""
+    if grid:
+        legend = page.locator(".xcviz-legend").first
+        legend.wait_for(timeout=seconds * 1000)
+        shown = legend.inner_text()
+        assert all(name in shown for name in names), (context, shown)
     for _ in range(int(seconds * 4)):
-        misplaced = _misplaced_legends(page)
+        misplaced = _misplaced_legends(page, grid)
         if not misplaced:
             return
         page.wait_for_timeout(250)
@@ -124,10 +137,13 @@ def figures(page) -> list[dict]:
 
 
 def assert_ranges_follow(figs: list[dict], context: str) -> None:
-    """Each range holds the data drawn and is not much wider (5% margins; shares pinned to 0-1)."""
+    """Each range holds the data drawn and is not much wider (5% margins; shares pinned to 0-1).
+    The x range is every figure's (one for the grid): it holds the x extent of all their data."""
     assert figs, context
+    every_x = (min(f["dx"][0] for f in figs), max(f["dx"][1] for f in figs))
+    assert len({tuple(f["x"]) for f in figs}) == 1, (context, [(f["title"], f["x"]) for f in figs])
     for f in figs:
-        for axis, (start, end), (lo, hi) in (("x", f["x"], f["dx"]), ("y", f["y"], f["dy"])):
+        for axis, (start, end), (lo, hi) in (("x", f["x"], every_x), ("y", f["y"], f["dy"])):
             where = f"{context}: {f['title']} {axis} range {start}..{end} for data {lo}..{hi}"
             assert start is not None and end is not None and start <= lo and end >= hi, where
             pinned = axis == "y" and (start, end) in ((-0.0125, 1.0125), (-1.25, 101.25))
@@ -303,7 +319,7 @@ def _shows(page, names: set[str], seconds: float = 30) -> list[dict]:
     seen = []
 
     def drawn(figs):
-        legends = [set(f["labels"]) for f in figs]
+        legends = [set(f["labels"]) - {CLIMB_LABEL} for f in figs]
         settled = bool(figs) and all(labels <= names for labels in legends) and set().union(*legends) == names \
             and _follow(figs)
         seen.append(figs if settled else None)
@@ -462,8 +478,8 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     shown = _shows(page, names)
     assert len(shown) >= 6
     for f in shown:
-        assert f["labels"] and set(f["labels"]) <= names, f
-    assert_legends_beside_the_data(page, "page, three runs")
+        assert f["labels"] and set(f["labels"]) - {CLIMB_LABEL} <= names, f
+    assert_legends_beside_the_data(page, "page, three runs", names=names)
     page.get_by_text("Per label", exact=True).click()
     per_label = _until(page, lambda figs: [f for f in figs if "positives" in f["title"]])
     per_label = [f for f in per_label if "positives" in f["title"]]
@@ -473,11 +489,12 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     for name, on in (("wide-zero", False), ("narrow-msi", False), ("narrow-memoir-hnsw", True)):
         _tick(page, name, on)
     both = {"narrow-memoir", "narrow-memoir-hnsw"}  # a MEMOIR oracle comparison: exact against HNSW
-    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) == both for f in figs))
-    assert all(set(f["labels"]) == both for f in memoir), [(f["title"], f["labels"]) for f in memoir
-                                                           if set(f["labels"]) != both]
+    # the runs, and the climb mark where a MEMOIR objective climbs (records.climbs)
+    memoir = _until(page, lambda figs: figs and all(set(f["labels"]) - {CLIMB_LABEL} == both for f in figs))
+    assert all(set(f["labels"]) - {CLIMB_LABEL} == both for f in memoir), [
+        (f["title"], f["labels"]) for f in memoir if set(f["labels"]) - {CLIMB_LABEL} != both]
     assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
-    assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown")
+    assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown", names=both)
     page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
     out = tmp_path / "report.html"
     assert xcviz(["report", *list(ids.values())[:3], "-o", str(out), "--home", str(root / "home")]) == 0
@@ -486,14 +503,53 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
         report.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30000)
         figs = _until(report, lambda figs: len(figs) >= 8, 15)
         report.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
-        assert_legends_beside_the_data(report, "report")
+        assert_legends_beside_the_data(report, "report", grid=False)
     assert errors == []
     assert len(figs) >= 8
     for f in figs:
         if f["title"].startswith("predicted from"):  # the cost model: its legend names its series
             assert {"predicted", "measured"} <= set(f["labels"]), f
         else:
-            assert f["labels"] and set(f["labels"]) <= names, f
+            assert f["labels"] and set(f["labels"]) - {CLIMB_LABEL} <= names, f
+
+
+def test_ten_runs_at_a_glance_one_legend_one_x_range_medians_only_and_log_smoothing(page, runs):
+    """Issue 40, item 3, in chromium: the grid's one legend names the runs; a pan in one figure
+    moves every figure's x range; "medians only" hides the bands (the y ranges then hold the
+    medians alone); an EMA on the log axes says so under each title; the wall-time axis draws a
+    one-vs-all run's labels done (24 labels)."""
+    names = {"wide-zero", "narrow-memoir"}
+    for name in names:
+        _tick(page, name)
+    shown = _shows(page, names)
+    assert len(shown) >= 4
+    legend = page.locator(".xcviz-legend").first
+    assert all(name in legend.inner_text() for name in names)
+    before = {f["title"]: f["x"] for f in shown}
+    _pan_until(page, "(x0) => { const out = []; for (const d of Bokeh.documents) for (const m of d.all_models)"
+                     " if (m.x_range && m.title && m.x_range.start !== x0) return true; return false; }",
+               shown[0]["x"][0])
+    page.wait_for_timeout(500)
+    panned = figures(page)
+    assert len({tuple(f["x"]) for f in panned}) == 1 and panned[0]["x"] != shown[0]["x"], (before, panned)
+    banded = shown  # the data drawn (dx, dy) with the bands, whatever the view
+    page.get_by_label("medians only").check()
+    medians = _until(page, lambda figs: figs and all(f["dy"][1] - f["dy"][0] <= g["dy"][1] - g["dy"][0]
+                                                     for f, g in zip(figs, banded)) and _follow(figs))
+    assert any(f["dy"][1] - f["dy"][0] < g["dy"][1] - g["dy"][0] for f, g in zip(medians, banded))  # bands gone
+    page.screenshot(path=str(ARTIFACTS / "dashboard-medians-only.png"))
+    page.get_by_label("medians only").uncheck()
+    page.locator("select").filter(has_text="rolling median").last.select_option(label="EMA")
+    smoothed = _until(page, lambda figs: figs and all("EMA" in f["subtitle"] for f in figs))
+    log_titles = [f for f in smoothed if f["title"].startswith("objective")]
+    assert log_titles and all("of log10 values" in f["subtitle"] for f in log_titles), smoothed
+    page.locator("select").filter(has_text="rolling median").last.select_option(label="raw")
+    page.locator("select").filter(has_text="cumulative work").last.select_option(label="wall time (s)")
+    done = _until(page, lambda figs: any(f["title"].startswith("labels done") for f in figs))
+    (labels_done,) = [f for f in done if f["title"].startswith("labels done")]
+    assert labels_done["dy"] == [1, 24] and labels_done["labels"] == ["wide-zero"], labels_done
+    assert not any(f["title"].startswith("nnz") for f in done)  # its per-label fields are not binned by time
+    page.screenshot(path=str(ARTIFACTS / "dashboard-wall-labels-done.png"))
 
 
 def test_ldgs_estimators_side_by_side(page, runs):
@@ -752,9 +808,9 @@ def test_a_plot_setting_reaches_the_page_in_one_message(page_server, runs):
             assert ragged and all(isinstance(xs, list) for v in ragged for xs in v), "ragged columns sent as buffers"
         finally:
             socket_.release()
-        after = _until(page, lambda figs: len(figs) == len(before) and all("EMA" in f["title"] for f in figs)
+        after = _until(page, lambda figs: len(figs) == len(before) and all("EMA" in f["subtitle"] for f in figs)
                        and _follow(figs))
-        assert all("EMA" in f["title"] for f in after)
+        assert all("EMA" in f["subtitle"] and "EMA" not in f["title"] for f in after)
         assert_ranges_follow(after, "after smoothing")
         assert window.is_enabled()  # came in the same message as the figures
 

@@ -17,8 +17,9 @@ from ..runs.store import RunStore, StoreError
 from .ui.datasets import checked_dataset, dataset_choices, refused_datasets
 from .export import ExportButtons
 from .ui.figures import locked
+from .ui.estimate_view import EstimatePanel
 from .ui.label_views import LabelInspector
-from .ui.launch import LaunchPanel
+from .ui.launch import WIDTH, LaunchPanel
 from .ui.run_view import RunView
 from .ui.runs_table import RunsTable, newest_comparison
 from .._util.text import markdown_text
@@ -45,6 +46,8 @@ class Dashboard:
         self.launcher = LaunchPanel(dataset_choices(self.data_dirs), refused_datasets(self.data_dirs), self.schedulers)
         self.launcher.compare_button.on_click(locked(self._launch))
         self.launch_message = self.launcher.launch_message  # below Compare
+        self.estimates = EstimatePanel(WIDTH)  # below it: what a run would cost (issue 39)
+        self.estimates.button.on_click(locked(self._estimate))
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget, schedulers=self.schedulers)
         self.export = ExportButtons(self.store, self.runs.ticked)
@@ -103,6 +106,17 @@ class Dashboard:
             self.launch_message.visible = True
         self.refresh()
 
+    def _estimate(self, _event=None) -> None:
+        """Estimate first: predict each selected variant's run (one-vs-all solvers) in a child
+        process; the refresh shows the predictions as they come."""
+        if self.launcher.check():
+            return
+        try:
+            dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
+            self.estimates.start(self.launcher.specs(dataset, test))
+        except ValueError as exc:
+            self.estimates.say(str(exc))
+
     def _example(self, _event=None) -> None:
         """The first visit's example: zero against MSI initialisation on Bibtex, default parameters."""
         if "bibtex" in bundled() and "bibtex" in self.launcher.dataset.options.values():
@@ -150,6 +164,7 @@ class Dashboard:
         self.store_alert.visible = False
         self._rows = {r["id"]: r for r in listed}
         self.runs.update(listed)
+        self.estimates.poll()
         if not self._opened:
             self._opened = True
             self._first_view(listed)
@@ -186,12 +201,15 @@ class Dashboard:
         """The page, plots first: the launch panel on the left; on the right the runs table (in a
         collapsible card with the actions and exports in one row), then the plot tabs. Refreshes
         itself once a second while it is open."""
-        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(),
+        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)),
+                            self.launcher.panel(self.estimates.button, self.estimates.result),
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
                         header_background="#f4f4f4")
         main = pn.Column(self.store_alert, self.welcome, table, self.status, self.tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
+        if pn.state.curdoc is not None:  # served: no estimate outlives its page
+            pn.state.curdoc.on_session_destroyed(lambda _context: self.estimates.close())
         self.refresh()
         return pn.Row(sidebar, main, sizing_mode="stretch_both")

@@ -27,7 +27,9 @@ ID_COLUMNS = frozenset({"label", "iteration", "wall", "run", "block"})
 X_AXES = {
     "iteration": "x: iteration (0 is the starting point)",
     "wall": "x: wall time since the run started (MEMOIR, DS-MLR and LDGS: training seconds, without the time they "
-            "spend measuring at each record), records in equal time bins (at most 200 per run)",
+            "spend measuring at each record), records in equal time bins (at most 200 per run); one-vs-all runs "
+            "draw only the labels done by then (their labels train one after another, so a bin mixes the first "
+            "iterations of some labels with the last of others)",
     "work": "x: cumulative work, CPU-seconds spent on iterations 0..i summed over all labels",
     "epoch": "x: passes over the training data (solvers that stream the data, such as MEMOIR)",
 }
@@ -163,6 +165,7 @@ class RunAggregate:
         self._epoch = np.zeros(0)  # the epoch each iteration record was taken at, by iteration
         self._wall_max = 0.0
         self._labels: set[int] = set()  # up to two distinct labels: enough to tell one trajectory from many
+        self._done_at: list[np.ndarray] = []  # a one-vs-all run's labels' last wall times, batch by batch
         self._last_step = np.nan  # a streaming run's batches trained at its last record (see with_derived)
         self._fields: tuple[int, list[str]] = (-1, [])
         self._bands: dict[tuple[str, str], tuple[int, pd.DataFrame]] = {}
@@ -190,6 +193,8 @@ class RunAggregate:
             self._labels.update(batch["label"].drop_duplicates().head(2).tolist())
         if "wall" in batch:
             self._wall_max = max(self._wall_max, float(np.nanmax(batch["wall"].to_numpy(np.float64))))
+            if "label" in batch and "epoch" not in batch:  # one-vs-all: a batch holds whole labels
+                self._done_at.append(batch.groupby("label")["wall"].max().to_numpy(np.float64))
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._batches)
@@ -201,7 +206,8 @@ class RunAggregate:
         if self._fields[0] != self.version:
             batch = self._batches[-1]
             self._fields = (self.version, [c for c in batch.columns
-                                           if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])])
+                                           if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])]
+                            + (["labels_done"] if self._done_at else []))
         return self._fields[1]
 
     def per_label(self) -> bool:
@@ -229,8 +235,11 @@ class RunAggregate:
         cached = self._bands.get((field, axis))
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        if axis not in self.axes() or field not in self.fields():
+        one_vs_all_wall = bool(self._done_at) and axis == "wall"  # draws the labels done, and only them
+        if axis not in self.axes() or field not in self.fields() or one_vs_all_wall != (field == "labels_done"):
             return pd.DataFrame(columns=["x", "median", "lower", "upper", "count"])
+        if field == "labels_done":
+            return self._labels_done()
         width = self.wall_bin() if axis == "wall" else 0.0
         acc, used, acc_width = self._acc.get((field, axis), (None, 0, 0.0))
         if acc is None or acc_width != width:
@@ -256,6 +265,15 @@ class RunAggregate:
         self._bands[(field, axis)] = (self.version, out)
         return out
 
+    def _labels_done(self) -> pd.DataFrame:
+        """A one-vs-all run's labels done against wall time: the k-th label to finish at its last
+        record's wall time, one point per label (no band: it is one count)."""
+        done = np.sort(np.concatenate(self._done_at))
+        count = np.arange(1, len(done) + 1, dtype=np.float64)
+        out = pd.DataFrame({"x": done, "median": count, "lower": count, "upper": count, "count": 1})
+        self._bands[("labels_done", "wall")] = (self.version, out)
+        return out
+
     def records(self) -> pd.DataFrame:
         """All iteration records so far, derived fields included (one concatenation per new batch)."""
         if self._records is None:
@@ -270,15 +288,23 @@ class RunAggregate:
         return records[records["label"].to_numpy() == label].sort_values("iteration")
 
 
-def smooth(values: np.ndarray, rule: str = "raw", window: int = 10) -> np.ndarray:
+def smooth(values: np.ndarray, rule: str = "raw", window: int = 10, log: bool = False) -> np.ndarray:
     """Smoothed values along x (axis 0; columns of a 2-D array are smoothed separately): "raw"
     (unchanged), "ema" (exponential moving average with span `window`, i.e. weight 2/(window+1)
     on the newest point, bias-corrected at the start as TensorBoard does), "median" (median of the
-    last `window` points). NaN points stay NaN."""
+    last `window` points). NaN points stay NaN. With `log`, the smoothing is done on log10 of the
+    values, as a log axis draws them (values <= 0, which it cannot draw, are left out as NaN): an
+    EMA of a gap falling from 1 to 1e-8 on linear values stays near the early large ones and reads
+    0.1 on a log axis where the gap is at 1e-8 (issue 40)."""
     if rule == "raw":
         return np.asarray(values, np.float64)
     if window < 1:
         raise ValueError(f"smoothing window must be at least 1, got {window}")
+    if log:
+        values = np.asarray(values, np.float64)
+        logs = np.full(values.shape, np.nan)
+        np.log10(values, out=logs, where=values > 0)
+        return 10.0 ** smooth(logs, rule, window)
     series = pd.DataFrame(np.asarray(values, np.float64))
     if rule == "ema":
         out = series.ewm(span=window, adjust=True, ignore_na=True).mean()

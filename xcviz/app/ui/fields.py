@@ -17,10 +17,17 @@ class Field(NamedTuple):
     label: str
     log: bool
     unit: str = ""  # "share", "percent" or "" (a plain value)
+    floor: float = 0.0  # on a log axis, values below are drawn at it (0: none)
+
+
+# a gap below the tightest tolerance any solver accepts (DS-MLR's lc_tol bound) is rounding, not
+# progress: on a log axis, gaps are drawn at this floor at least, so that DS-MLR async's variational
+# gap of about 1e-29 no longer stretches the axis over 30 decades (issue 40)
+GAP_FLOOR = 1e-12
 
 
 FIELDS: dict[str, Field] = {
-    "objective_gap": Field("(f - f_final) / |f_final|", True),
+    "objective_gap": Field("(f - f_final) / |f_final|", True, floor=GAP_FLOOR),
     "objective": Field("objective", True),
     "active_fraction": Field("active set / n", False, "share"),
     "active_set": Field("active set", False),
@@ -29,7 +36,7 @@ FIELDS: dict[str, Field] = {
     "cg_steps": Field("CG steps", False),
     "seconds": Field("seconds per iteration", True),
     "seconds_per_batch": Field("training seconds per batch", True),
-    "duality_gap": Field("duality gap", True),
+    "duality_gap": Field("duality gap", True, floor=GAP_FLOOR),
     "dual_objective": Field("dual objective", False),
     "nnz_search": Field("nnz of the searched w", False),
     "rows_touched": Field("rows the search touched (Newton: all N)", False),
@@ -48,8 +55,8 @@ FIELDS: dict[str, Field] = {
     "truncation_change": Field("drop of ||W||_2 by a truncation", False),
     "accuracy": Field("validation accuracy (%)", False, "percent"),
     # DS-MLR (xcviz.solvers.dsmlr.solver); the per-worker fields are drawn as bands over workers
-    "optimum_gap": Field("(L1 - reference optimum) / |optimum|", True),
-    "variational_gap": Field("variational gap L2(W,b_old)-L1(W)", True),
+    "optimum_gap": Field("(L1 - reference optimum) / |optimum|", True, floor=GAP_FLOOR),
+    "variational_gap": Field("variational gap L2(W,b_old)-L1(W)", True, floor=GAP_FLOOR),
     "macro_f1": Field("validation macro-F1 (%)", False, "percent"),  # in % as accuracy and the runs table
     "compute_seconds": Field("compute seconds per worker", False),
     "idle_seconds": Field("idle seconds per worker", False),
@@ -60,6 +67,8 @@ FIELDS: dict[str, Field] = {
     "search_recall_mips": Field("mips search recall", False, "share"),
     "search_recall_decomp": Field("decomp search recall", False, "share"),
     "gradient_error": Field("gradient relative l2 error (batch)", True),
+    # one-vs-all runs on the wall-time axis (runs.aggregate.RunAggregate): labels finished by then
+    "labels_done": Field("labels done", False),
     "gradient_cosine": Field("gradient cosine vs exact", False),
     "loss_error": Field("loss approximation error", True),
     "retrieved": Field("sum |S_j| per sample", True),

@@ -56,11 +56,13 @@ def locked(fn: Callable) -> Callable:
     return lambda *args: pn.state.execute(partial(fn, *args), schedule=True)
 
 
-def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260, **kwargs):
-    """An empty figure with fixed ranges that `fit` sets from the data it draws."""
+def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, height: int = 260,
+               x_range: Range1d | None = None, **kwargs):
+    """An empty figure with fixed ranges that `fit` sets from the data it draws; `x_range`: one
+    shared with other figures (panning or zooming one moves them all), else its own."""
     fig = figure(title=title, width=width, height=height, tools="pan,wheel_zoom,box_zoom,reset,save",
-                 toolbar_location="right", x_range=Range1d(0, 1, reset_start=0, reset_end=1),
-                 y_range=Range1d(0, 1, reset_start=0, reset_end=1), **kwargs)
+                 toolbar_location="right", x_range=x_range or new_range(),
+                 y_range=new_range(), **kwargs)
     fig.xaxis.axis_label, fig.yaxis.axis_label = x_label, y_label
     for axis in (fig.xaxis[0], fig.yaxis[0]):  # updated in place: new models sent to a live page can go astray
         axis.formatter = CustomJSTickFormatter(code=_LINEAR_TICKS)
@@ -68,6 +70,11 @@ def new_figure(title: str, x_label: str, y_label: str, *, width: int = 440, heig
     fig.title.text_font_size = "11px"
     fig.toolbar.logo = None
     return fig
+
+
+def new_range() -> Range1d:
+    """A range that `fit` or `fit_range` sets from the data."""
+    return Range1d(0, 1, reset_start=0, reset_end=1)
 
 
 def style_legend(fig) -> None:
@@ -141,27 +148,46 @@ def log_ticks(lo: float, hi: float) -> list[float]:
     return [math.log10(v) for v in _nice_ticks(10 ** lo, 10 ** hi, 4) if v > 0]
 
 
+def _extent(values: list[np.ndarray], pinned: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The range that shows the finite values (a 5% margin), or `pinned` with a small margin;
+    None if no value is finite."""
+    finite = np.concatenate([np.asarray(v, np.float64).ravel() for v in values]) if values else np.array([])
+    finite = finite[np.isfinite(finite)]
+    if not len(finite):
+        return None
+    lo, hi = (float(finite.min()), float(finite.max())) if pinned is None else pinned
+    pad = (hi - lo) * 0.05 or max(abs(lo) * 0.1, 0.5)
+    return (lo - pad, hi + pad) if pinned is None else (lo - pad / 4, hi + pad / 4)
+
+
+def fit_range(rng: Range1d, values: list[np.ndarray], follow: bool = True,
+              pinned: tuple[float, float] | None = None) -> bool:
+    """Set a range (and its reset) to show the finite values; False (the range untouched) if none
+    is finite. With `follow` False, a range the user has zoomed or panned keeps the user's extent
+    and only its reset (the Reset tool) moves to the data."""
+    extent = _extent(values, pinned)
+    if extent is None:
+        return False
+    lo, hi = extent
+    if not follow and zoomed(rng):
+        if (rng.reset_start, rng.reset_end) != (lo, hi):
+            rng.update(reset_start=lo, reset_end=hi)
+    elif (rng.start, rng.end, rng.reset_start, rng.reset_end) != (lo, hi, lo, hi):
+        rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+    return True
+
+
 def fit(fig, xs: list[np.ndarray], ys: list[np.ndarray], log_x: bool, log_y: bool,
-        y_bounds: tuple[float, float] | None = None, follow: bool = True) -> bool:
+        y_bounds: tuple[float, float] | None = None, follow: bool = True, fit_x: bool = True) -> bool:
     """Set the figure's ranges (and their reset) to the finite values drawn, with a 5% margin, and
     its ticks; y_bounds pins the y range (shares: 0 to 1). False if nothing finite is drawn.
-    With `follow` False (new records of the same runs, same view), a range the user has zoomed or
-    panned keeps the user's extent and only its reset (the Reset tool) moves to the data."""
-    ranges = []
-    for values, pinned in ((xs, None), (ys, y_bounds)):
-        finite = np.concatenate([np.asarray(v, np.float64).ravel() for v in values]) if values else np.array([])
-        finite = finite[np.isfinite(finite)]
-        if not len(finite):
-            return False
-        lo, hi = (float(finite.min()), float(finite.max())) if pinned is None else pinned
-        pad = (hi - lo) * 0.05 or max(abs(lo) * 0.1, 0.5)
-        ranges.append((lo - pad, hi + pad) if pinned is None else (lo - pad / 4, hi + pad / 4))
-    for rng, (lo, hi) in zip((fig.x_range, fig.y_range), ranges):
-        if not follow and zoomed(rng):
-            if (rng.reset_start, rng.reset_end) != (lo, hi):
-                rng.update(reset_start=lo, reset_end=hi)
-        elif (rng.start, rng.end, rng.reset_start, rng.reset_end) != (lo, hi, lo, hi):
-            rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+    `fit_x` False: the x range is shared with other figures and fitted to all of them apart
+    (`fit_range`). See `fit_range` for `follow`."""
+    if _extent(xs, None) is None or _extent(ys, y_bounds) is None:
+        return False
+    if fit_x:
+        fit_range(fig.x_range, xs, follow)
+    fit_range(fig.y_range, ys, follow, y_bounds)
     retick(fig, log_x, log_y)
     return True
 

@@ -280,7 +280,8 @@ class LaunchPanel:
                         cluster=self.backend.cluster(self.threads.params.threads)).validate()
                 for variant in self.variants.value or [self.params.param[solver.compare].default]]
 
-    def panel(self) -> pn.Column:
+    def panel(self, *below_compare) -> pn.Column:
+        """The panel; `below_compare`: components shown right under Compare and its messages."""
         return pn.Column(self.dataset, self.dataset_message, self.solver, self.variants, self.threads.panel(),
-                         self.backend.panel(), self.compare_button, self.blocked, self.launch_message, self.params_box,
-                         margin=0)
+                         self.backend.panel(), self.compare_button, self.blocked, self.launch_message, *below_compare,
+                         self.params_box, margin=0)

@@ -5,6 +5,9 @@ One figure per field the runs record (see `fields.FIELDS`), in that table's orde
 wraps to the page's width; one colour per run in every figure, named by each figure's legend;
 ranges and ticks set from the data drawn after every change of the shown runs or the view
 (`figures.fit`); new records of the same view keep a zoom the user made, whose ticks follow it.
+Every figure shares one x range (pan or zoom one and all follow); "medians only" hides the bands
+and fits the y ranges to the medians; smoothing on a log axis works on log10 of the values, and a
+gap field draws values below `fields.GAP_FLOOR` at that floor (issue 40).
 A figure has three glyphs made with it, whatever the number of runs: the bands (patches), the
 medians (multi-line) and invisible points that carry the hover, each fed by one data source that
 holds every shown run. Adding a glyph per run instead makes the browser rebuild a figure's views
@@ -22,16 +25,18 @@ converge, which is no climb).
 """
 from __future__ import annotations
 
+from html import escape
 from typing import NamedTuple
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, HoverTool, Title
 
 from ...records.climbs import climb_mask, climbs
 from ...runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
-from .fields import FIELDS, plotted_fields
-from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
+from .fields import FIELDS, GAP_FLOOR, plotted_fields
+from .figures import (fit, fit_legend, fit_range, locked, new_figure, new_range, retick, scaled, set_log,
+                      style_legend, zoomed)
 from .records import PlotRun
 from .references import Reference
 from ..._util.text import markdown_text
@@ -91,6 +96,15 @@ def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict, dic
     return bands, lines, points, climbing
 
 
+def _legend_entry(label: str, color: str, dash: str, width: int) -> str:
+    """One entry of the grid's legend: a stroke in the line's colour and style, and its name
+    (escaped: a run's name is the user's text)."""
+    stroke = (f'<span style="display:inline-block;width:22px;margin-right:5px;vertical-align:middle;'
+              f'border-top:{width}px {dash} {escape(color)}"></span>')
+    return (f'<span style="display:inline-block;margin-right:16px;font-size:12px;white-space:nowrap">'
+            f'{stroke}{escape(str(label))}</span>')
+
+
 def _reference_columns(refs: list[Reference], log_y: bool) -> dict:
     """The reference lines' source: each at its value as drawn (log10 on a log axis)."""
     return {"y": scaled(np.array([r.value for r in refs], np.float64), log_y), "color": [r.color for r in refs],
@@ -106,6 +120,12 @@ class _Plan(NamedTuple):
     refs: list
     sent: list
     data: tuple | None
+
+
+def floored(values: np.ndarray, floor: float) -> np.ndarray:
+    """Positive values below `floor` raised to it (fields.Field.floor): a log axis shows them at
+    its floor instead of stretching down to them; values <= 0, which it leaves out, stay."""
+    return np.where((values > 0) & (values < floor), floor, values)
 
 
 def floored_band(lower: np.ndarray, median: np.ndarray) -> np.ndarray:
@@ -136,8 +156,12 @@ class LivePlots:
                                           disabled=True, description=(
                                               "Points per smoothing window (EMA span or rolling-median width). "
                                               "Bounds: 2 to 500; a value outside is brought to the nearer bound."))
+        self.medians_only = pn.widgets.Checkbox(label="medians only", value=False, width=110, margin=(32, 10, 0, 10))
         self.rules = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"font-size": "12px"})
         self.empty = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width")
+        # one legend for the whole grid: with seven runs, a legend in every figure repeated four rows
+        # of names under each (issue 40); the figures keep theirs, hidden, for a report (`figures`)
+        self.legend = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.grid = pn.FlexBox(sizing_mode="stretch_width", stylesheets=[GRID_CSS])
         self.runs: dict[str, PlotRun] = {}
         self._figures: dict[str, pn.pane.Bokeh] = {}
@@ -146,11 +170,17 @@ class LivePlots:
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
         self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
         self._titles: dict[str, str] = {}
+        self._subtitles: dict[str, Title] = {}  # field -> the line under its title: the smoothing
+        self._bands: dict[str, object] = {}  # field -> its bands' renderer (hidden with "medians only")
+        # every figure's x range: one, so that panning or zooming one figure moves them all (issue 40)
+        self.x_range = new_range()
+        self._x_view: tuple | None = None  # the runs and settings the shared x range was fitted for
         self.references: dict[str, list[Reference]] = {}
+        self._plotted: dict[str, set[str]] = {}  # run id -> the fields it is drawn in (set by redraw)
         # run id -> its status in the store (set by RunView): says why runs without records draw nothing
         self.statuses: dict[str, str] = {}
         self._views: dict[str, tuple] = {}  # field -> the runs and settings its ranges were fitted for
-        for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window):
+        for widget in (self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window, self.medians_only):
             widget.param.watch(locked(lambda _event: self.redraw()), "value")
 
     def show(self, runs: dict[str, PlotRun], text: bool = True,
@@ -162,7 +192,8 @@ class LivePlots:
         self.redraw(text)
 
     def _settings(self) -> tuple:
-        return self.x_axis.value, self.y_scale.value, self.log_x.value, self.smoothing.value, self.window.value
+        return (self.x_axis.value, self.y_scale.value, self.log_x.value, self.smoothing.value, self.window.value,
+                self.medians_only.value)
 
     def _log_y(self, field: str) -> bool:
         return self.y_scale.value == "log" or (self.y_scale.value == "field default" and FIELDS[field].log)
@@ -175,7 +206,10 @@ class LivePlots:
         of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin). Fewer points
         (another x-axis thins them differently) do not count: that was most figures at every
         switch of the x-axis, and the scatter glyph draws them right in one message."""
-        fields = plotted_fields({f for r in self.runs.values() for f in r.records.iterations.fields()})
+        # each run's own plotted fields: a one-vs-all run's objective gap replaces its objective, not
+        # the objective of a multiclass run beside it, which then went undrawn
+        self._plotted = {run: set(plotted_fields(set(r.records.iterations.fields()))) for run, r in self.runs.items()}
+        fields = [f for f in FIELDS if any(f in mine for mine in self._plotted.values())]
         new = [field for field in fields if field not in self._figures]
         for field in new:
             self._figure(field)
@@ -191,7 +225,9 @@ class LivePlots:
             self.window.disabled = self.smoothing.value == "raw"  # in the same message as the figures
             for field, plan in plans.items():
                 self._apply(field, plan, drawn)
+            self._fit_x(drawn)
             self._titles_and_rules(drawn, thinned, text)
+            self._grid_legend(drawn)
             if new:  # added once drawn: the page receives each new figure whole, with its data (data sent
                 # apart could overtake the figure's own message and be refused by the page); the grid
                 # keeps the table's order whatever order the fields first appeared in
@@ -201,7 +237,7 @@ class LivePlots:
         """What a figure will draw for the shown runs (no curves if they do not plot its field)."""
         log_y = self._log_y(field)
         curves = [(run, *self._curve(field, run, plot_run, log_y)) for run, plot_run in self.runs.items()
-                  ] if plotted else []
+                  if field in self._plotted[run]] if plotted else []
         refs = self.references.get(field, []) if curves else []
         sent = [(run, state) for run, state, _ in curves] + [tuple(refs)]
         data = None if self._sent.get(field) == sent else _columns(
@@ -232,17 +268,36 @@ class LivePlots:
             set_log(fig.xaxis[0], self.log_x.value, AXIS_LABELS[self.x_axis.value])
             drawn[field] = {self.runs[run].records.band_members() for run, _, c in curves
                             if np.isfinite(c["median"]).any()}
+        if self._bands[field].visible == self.medians_only.value:
+            self._bands[field].visible = not self.medians_only.value
         if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
+            # the figure's own flag first: Panel's pane copies it back over its `visible` when that
+            # returns to its default (True), so a figure hidden once stayed hidden when shown again
+            fig.visible = visible
             self._figures[field].visible = visible
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
              follow: bool = True) -> bool:
-        """Ranges from what the figure draws now, reference lines included (a zoom kept unless
-        `follow`); False if it draws nothing (no finite point)."""
+        """The y range from what the figure draws now (the medians alone with "medians only"),
+        reference lines included (a zoom kept unless `follow`); False if it draws nothing (no
+        finite point). The x range is every figure's and fitted by `_fit_x`."""
         unit = FIELDS[field].unit
         pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
-        ys = [c[k] for c in curves for k in ("median", "lower", "upper")] + [scaled([r.value for r in refs], log_y)]
-        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow)
+        edges = ("median",) if self.medians_only.value else ("median", "lower", "upper")
+        ys = [c[k] for c in curves for k in edges] + [scaled([r.value for r in refs], log_y)]
+        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow, fit_x=False)
+
+    def _fit_x(self, drawn: dict[str, set]) -> None:
+        """The shared x range over what every drawn figure draws (a zoom kept while the shown
+        runs and the settings stay), and each drawn figure's x ticks for it."""
+        xs = [c["x"] for field in drawn for run in self.runs
+              if (c := self.curve(field, run)) is not None and np.isfinite(c["median"]).any()]
+        view = (tuple(self.runs), self._settings())
+        follow, self._x_view = self._x_view != view, view
+        if fit_range(self.x_range, xs, follow):
+            for field in drawn:
+                fig = self._figures[field].object
+                retick(fig, self.log_x.value, self._log_y(field))
 
     def _titles_and_rules(self, drawn: dict[str, set[str | None]], thinned: bool, text: bool = True) -> None:
         """Titles that say what is drawn: bands over labels (or DS-MLR's workers) only where the
@@ -254,27 +309,55 @@ class LivePlots:
         for field, spans in drawn.items():
             wall = axis == "wall"
             over = " or ".join(sorted(s for s in spans if s is not None)) or "labels"
-            if spans and None not in spans:  # short: a figure is a third of the page wide (the rules say more)
+            if field == "labels_done":
+                what = "one count per one-vs-all run"
+            elif spans and None not in spans:  # short: a figure is a third of the page wide (the rules say more)
                 what = f"median, 5-95% band over {over}" + (" per time bin" if wall else "")
             elif spans == {None}:
                 what = "median, 5-95% band per time bin" if wall else "one trajectory per run"
             else:
                 what = (f"median, 5-95% band over {over} or records per time bin" if wall
                         else f"median, 5-95% band over {over}; one line for single-trajectory runs")
-            title = f"{FIELDS[field].label}: {what}" + ("" if self.smoothing.value == "raw" else f" · {smoothing}")
+            title = f"{FIELDS[field].label}: {what}"
             if self._titles.get(field) != title:
                 self._figures[field].object.title.text = self._titles[field] = title
+            # the smoothing on a line of its own: appended to the title, it was cut at the figure's edge
+            sub = "" if self.smoothing.value == "raw" else f"smoothed: {smoothing}" + (
+                " of log10 values" if self._log_y(field) else "")
+            if self._subtitles[field].text != sub:
+                self._subtitles[field].text = sub
         if not text:
             return
-        rules = (f"{X_AXES[axis]}. Smoothing: {smoothing}, applied before downsampling. Downsampling: at most "
+        rules = (f"{X_AXES[axis]}; one x range for every figure (pan or zoom one, all follow). Smoothing: "
+                 f"{smoothing}, applied before downsampling, to log10 of the values on a log axis (an EMA "
+                 f"there is a geometric mean, as the axis reads). Downsampling: at most "
                  f"{MAX_POINTS} points per curve, every k-th point plus the last"
-                 f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0.")
+                 f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0 and "
+                 f"draw gaps below {GAP_FLOOR:g} at {GAP_FLOOR:g} (below every solver's tolerance)."
+                 f"{' Bands hidden: medians only.' if self.medians_only.value else ''}")
         if rules != self.rules.object:
             self.rules.object = rules
         empty = bool(self.runs) and not drawn
         text = self._nothing_drawn() if empty else ""
         if text != self.empty.object:
             self.empty.object, self.empty.visible = text, empty
+
+    def _grid_legend(self, drawn: dict[str, set]) -> None:
+        """The grid's one legend: each run drawn in some figure, in its colour, then what marks a
+        figure draws besides (the objective's climbs, reference lines), each once."""
+        runs = {}
+        marks = {}
+        for field in drawn:
+            lines, climbing, refs = (self._sources[field][i].data for i in (1, 3, 4))
+            runs.update(zip(lines["run"], lines["color"]))
+            if len(climbing["climb"]):
+                marks[CLIMB_LABEL] = (CLIMB_COLOR, "solid", 8)
+            marks.update({label: (color, "dashed", 2) for label, color in zip(refs["label"], refs["color"])})
+        entries = [_legend_entry(name, color, "solid", 3) for name, color in runs.items()]
+        entries += [_legend_entry(label, *style) for label, style in marks.items()]
+        text = f'<div class="xcviz-legend">{"".join(entries)}</div>' if entries else ""
+        if self.legend.object != text:
+            self.legend.object = text
 
     def _nothing_drawn(self) -> str:
         """Why no figure draws anything: the shown runs record nothing against this x-axis, or, when
@@ -301,9 +384,12 @@ class LivePlots:
         """A field's figure with its three glyphs, each drawing every run from one source, and a
         legend naming each run's line."""
         fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
-                         width=self.size[0], height=self.size[1], sizing_mode="stretch_width")
+                         width=self.size[0], height=self.size[1], sizing_mode="stretch_width", x_range=self.x_range)
+        self._subtitles[field] = Title(text="", text_font_size="10px", text_font_style="italic", text_color="#555555")
+        fig.add_layout(self._subtitles[field], "above")
         bands, lines, points, climbing = (ColumnDataSource(columns) for columns in _columns([]))
-        fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2, line_alpha=0)
+        self._bands[field] = fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2,
+                                         line_alpha=0, visible=not self.medians_only.value)
         fig.multi_line(xs="xs", ys="ys", source=climbing, line_color=CLIMB_COLOR, line_width=9, line_alpha=0.35,
                        legend_field="climb")
         fig.multi_line(xs="xs", ys="ys", source=lines, line_color="color", line_width=2, legend_field="run")
@@ -312,6 +398,8 @@ class LivePlots:
         fig.hspan(y="y", source=refs, line_color="color", line_width=1.5, line_dash="dashed", legend_field="label")
         fig.add_tools(HoverTool(renderers=[hover], tooltips=[("run", "@run"), ("x", "@xv"), ("value", "@m")]))
         style_legend(fig)
+        for legend in fig.legend:  # the grid's legend names the runs (`_grid_legend`)
+            legend.visible = False
         pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
         self._figures[field], self._sources[field] = pane, (bands, lines, points, climbing, refs)
         return pane
@@ -326,7 +414,9 @@ class LivePlots:
             return cached
         bands = aggregate.bands(field, self.x_axis.value)
         smoothed = smooth(bands[["median", "lower", "upper"]].to_numpy(np.float64), self.smoothing.value,
-                          self.window.value)
+                          self.window.value, log=log_y)
+        if log_y and FIELDS[field].floor:
+            smoothed = floored(smoothed, FIELDS[field].floor)
         columns = dict(zip(("median", "lower", "upper"), smoothed.T * (100.0 if FIELDS[field].unit == "percent" else 1.0)))
         index, k = downsample(len(bands))
         x = bands["x"].to_numpy(np.float64)[index]
@@ -359,14 +449,19 @@ class LivePlots:
             del self._curves[key]
         self._sent.clear()
         self._views.clear()  # its records start again: ranges follow them
+        self._x_view = None
 
     def figures(self) -> list:
-        """The Bokeh figures, one per plotted field (for a standalone report)."""
+        """The Bokeh figures, one per plotted field, each with its own legend shown (for a
+        standalone report, whose figures are read one by one)."""
+        for pane in self._figures.values():
+            for legend in pane.object.legend:
+                legend.visible = True
         return [pane.object for pane in self._figures.values()]
 
     def controls(self) -> pn.Row:
         """The plot settings in one row."""
-        return pn.Row(self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window, margin=0)
+        return pn.Row(self.x_axis, self.y_scale, self.log_x, self.smoothing, self.window, self.medians_only, margin=0)
 
     def panel(self) -> pn.Column:
-        return pn.Column(self.controls(), self.empty, self.grid, self.rules, sizing_mode="stretch_width")
+        return pn.Column(self.controls(), self.empty, self.legend, self.grid, self.rules, sizing_mode="stretch_width")

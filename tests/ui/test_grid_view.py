@@ -1,0 +1,139 @@
+"""Ten runs at a glance (issue 40, item 3), without a browser: one x range for the whole grid,
+"medians only", smoothing in the log axis's space, gaps floored below every solver's tolerance,
+and titles that keep the smoothing on a line of their own."""
+import numpy as np
+
+from xcviz.app.ui.fields import GAP_FLOOR
+from xcviz.app.ui.run_view import RunView
+from xcviz.runs.aggregate import smooth
+from xcviz.runs.spec import RunSpec
+from xcviz.runs.store import RunStore
+from xcviz.solvers import SOLVERS
+
+
+def _run(store: RunStore, name: str, solver: str, records: dict) -> str:
+    """A finished run of `solver` on Bibtex with these iteration records."""
+    spec = RunSpec(dataset="bibtex", solver=solver, threads=1)
+    run = store.create(spec.validate().to_json(), name)
+    store.append_batch(run, "iteration", records)
+    store.update(run, status="done", summary={})
+    return run
+
+
+def _trajectory(n: int, **fields) -> dict:
+    """One trajectory of n records (a multiclass run's: label 0, one epoch each)."""
+    return {"label": np.zeros(n, np.int64), "iteration": np.arange(n), "epoch": np.arange(n, dtype=float),
+            **{k: np.asarray(v, np.float64) for k, v in fields.items()}}
+
+
+def _view(tmp_path):
+    store = RunStore(tmp_path / "home")
+    short = _run(store, "short", "ldgs", _trajectory(5, objective=[5, 4, 3, 2.5, 2.4]))
+    # DS-MLR's variational gap falls to rounding (1e-29): drawn at the floor, not 17 decades lower
+    gap = [1e-1, 1e-3, 1e-6, 1e-12, 1e-20, 1e-29, 1e-29, 1e-29, 1e-29, 1e-29]
+    long = _run(store, "long", "dsmlr", _trajectory(10, objective=np.linspace(6, 2, 10), variational_gap=gap))
+    # a one-vs-all run: four labels, their model sizes spread around a median, their objectives
+    # drawn as gaps to each label's final value (fields.REPLACED_BY), one label finishing a second
+    labels = np.repeat(np.arange(4), 6)
+    spread = np.tile(np.arange(6, dtype=float), 4)
+    wide = _run(store, "wide", "dismec", {"label": labels, "iteration": np.tile(np.arange(6), 4),
+                                          "nnz": (10.0 + spread) * (1 + labels) ** 2, "objective": 10.0 - spread,
+                                          "wall": labels + spread / 5})
+    view = RunView(store)
+    view.update({r["id"]: r for r in store.list()}, [short, long, wide])
+    return view, short, long, wide
+
+
+def test_every_figure_shares_one_x_range_fitted_to_all_of_them(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    plots.x_axis.value = "epoch"  # the objective (5 and 10 epochs) and the variational gap (10)
+    shown = [f for f, pane in plots._figures.items() if pane.visible]
+    assert {"objective", "variational_gap"} <= set(shown)
+    assert all(plots._figures[f].object.x_range is plots.x_range for f in shown)
+    assert plots.x_range.start < 0 and plots.x_range.end > 9  # 0 to 9 epochs, with a margin
+    plots.x_range.update(start=1.0, end=3.0)  # the user zooms one figure: every figure shows 1 to 3
+    plots.redraw()  # new records of the same view keep the zoom, and its ticks follow it
+    assert (plots.x_range.start, plots.x_range.end) == (1.0, 3.0)
+    ticks = plots._figures["variational_gap"].object.xaxis[0].ticker.ticks
+    assert min(ticks) >= 1.0 and max(ticks) <= 3.0
+
+
+def test_runs_of_different_families_share_the_figures_they_share(tmp_path):
+    """The one-vs-all run's objective is drawn as its gap, the multiclass runs' as their
+    objective: its gap no longer hides theirs."""
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    assert plots._figures["objective"].visible and plots._figures["objective_gap"].visible
+    assert set(plots._sources["objective"][1].data["run"]) == {"short", "long"}
+    assert set(plots._sources["objective_gap"][1].data["run"]) == {"wide"}
+
+
+def test_the_wall_axis_draws_a_one_vs_all_runs_labels_done(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    plots.x_axis.value = "wall"
+    np.testing.assert_allclose(plots.curve("labels_done", wide)["x"], [1, 2, 3, 4])  # each label's last record
+    np.testing.assert_allclose(plots.curve("labels_done", wide)["median"], [1, 2, 3, 4])
+    assert plots._figures["labels_done"].object.title.text == "labels done: one count per one-vs-all run"
+    assert not plots._figures["nnz"].visible  # its per-label fields in time bins: not drawn
+    plots.x_axis.value = "iteration"
+    assert not plots._figures["labels_done"].visible and plots._figures["nnz"].visible
+
+
+def test_medians_only_hides_the_bands_and_fits_y_to_the_medians(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    fig = plots._figures["nnz"].object
+    with_bands = (fig.y_range.start, fig.y_range.end)
+    assert plots._bands["nnz"].visible
+    plots.medians_only.value = True
+    assert not plots._bands["nnz"].visible
+    medians = plots.curve("nnz", wide)["median"]
+    upper = np.nanmax(plots.curve("nnz", wide)["upper"])
+    assert fig.y_range.end < with_bands[1] and upper > fig.y_range.end >= medians.max()
+    assert "medians only" in plots.rules.object
+
+
+def test_smoothing_on_a_log_axis_is_in_log_space_and_said_under_the_title(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    plots.smoothing.value, plots.window.value = "ema", 4
+    drawn = plots.curve("objective", long)["median"]  # log10 values on the objective's log axis
+    expected = np.log10(smooth(np.linspace(6, 2, 10), "ema", 4, log=True))
+    np.testing.assert_allclose(drawn, expected)
+    assert not np.allclose(drawn, np.log10(smooth(np.linspace(6, 2, 10), "ema", 4)))
+    title, sub = plots._figures["objective"].object.title.text, plots._subtitles["objective"].text
+    assert "EMA" not in title and sub == "smoothed: EMA span 4 of log10 values"
+    plots.y_scale.value = "linear"
+    assert plots._subtitles["objective"].text == "smoothed: EMA span 4"
+
+
+def test_a_gap_below_every_solvers_tolerance_is_drawn_at_the_floor(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    drawn = plots.curve("variational_gap", long)["median"]
+    np.testing.assert_allclose(drawn, [-1, -3, -6, -12, -12, -12, -12, -12, -12, -12])
+    fig = plots._figures["variational_gap"].object
+    assert -13 < fig.y_range.start < -12  # 11 decades and a margin, not 28
+    tolerances = [p.bounds[0] for s in SOLVERS.values() for n, p in s.params().param.objects().items()
+                  if n in ("eps", "lc_tol", "tol") and getattr(p, "bounds", None)]
+    assert tolerances and GAP_FLOOR <= min(tolerances)  # the floor lies below every solver's tolerance
+
+
+def test_one_legend_names_the_grid_and_the_figures_keep_theirs_for_a_report(tmp_path):
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    html = plots.legend.object
+    assert [html.count(name) for name in ("short", "long", "wide")] == [1, 1, 1]
+    assert all(plots.runs[r].color in html for r in (short, long, wide))
+    assert not any(legend.visible for pane in plots._figures.values() for legend in pane.object.legend)
+    assert all(legend.visible for fig in plots.figures() for legend in fig.legend)
+
+
+def test_the_grid_legend_escapes_a_run_name(tmp_path):
+    store = RunStore(tmp_path / "home")
+    run = _run(store, "<img src=x onerror=alert(1)>", "ldgs", _trajectory(3, objective=[3, 2, 1]))
+    view = RunView(store)
+    view.update({r["id"]: r for r in store.list()}, [run])
+    assert "<img" not in view.plots.legend.object and "&lt;img" in view.plots.legend.object
