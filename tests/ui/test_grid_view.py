@@ -75,7 +75,8 @@ def test_the_wall_axis_draws_a_one_vs_all_runs_labels_done(tmp_path):
     plots.x_axis.value = "wall"
     np.testing.assert_allclose(plots.curve("labels_done", wide)["x"], [1, 2, 3, 4])  # each label's last record
     np.testing.assert_allclose(plots.curve("labels_done", wide)["median"], [1, 2, 3, 4])
-    assert plots._figures["labels_done"].object.title.text == "labels done: one count per one-vs-all run"
+    assert plots._figures["labels_done"].object.title.text == "labels done"
+    assert plots._whats["labels_done"].text == "one count per one-vs-all run"
     assert not plots._figures["nnz"].visible  # its per-label fields in time bins: not drawn
     plots.x_axis.value = "iteration"
     assert not plots._figures["labels_done"].visible and plots._figures["nnz"].visible
@@ -128,7 +129,11 @@ def test_one_legend_names_the_grid_and_the_figures_keep_theirs_for_a_report(tmp_
     assert [html.count(name) for name in ("short", "long", "wide")] == [1, 1, 1]
     assert all(plots.runs[r].color in html for r in (short, long, wide))
     assert not any(legend.visible for pane in plots._figures.values() for legend in pane.object.legend)
-    assert all(legend.visible for fig in plots.figures() for legend in fig.legend)
+    from xcviz.app.report import _figures
+
+    store = RunStore(tmp_path / "home")
+    shown, _ = _figures(store, [store.get(r) for r in (short, long, wide)])
+    assert shown and all(legend.visible for fig in shown for legend in fig.legend)  # a report's, one a figure
 
 
 def test_the_grid_legend_escapes_a_run_name(tmp_path):

@@ -68,7 +68,8 @@ FIGURES_JS = """() => {
       ticks.push({log: (axis.axis_label || '').includes('log scale'), at: shown, text: axis.formatter.doFormat(shown, {loc: 0})});
     }
     const subtitle = m.above.filter(a => a !== m.title && a.text !== undefined).map(a => a.text).join(' ');
-    out.push({title: m.title.text, subtitle: subtitle, visible: m.visible, x: [m.x_range.start, m.x_range.end],
+    const bands = m.renderers.some(r => r.visible && r.glyph && r.glyph.type === 'Patches' && r.data_source.data.xs.length > 0);
+    out.push({title: m.title.text, subtitle: subtitle, bands: bands, visible: m.visible, x: [m.x_range.start, m.x_range.end],
               y: [m.y_range.start, m.y_range.end], reset_x: [m.x_range.reset_start, m.x_range.reset_end],
               dx: extent(xs), dy: extent(ys), labels: labels, colors: Array.from(colors), ticks: ticks});
   }
@@ -493,7 +494,7 @@ def test_every_figure_has_a_legend_on_the_page_and_in_the_report(page, runs, tmp
     memoir = _until(page, lambda figs: figs and all(set(f["labels"]) - {CLIMB_LABEL} == both for f in figs))
     assert all(set(f["labels"]) - {CLIMB_LABEL} == both for f in memoir), [
         (f["title"], f["labels"]) for f in memoir if set(f["labels"]) - {CLIMB_LABEL} != both]
-    assert all("over labels" not in f["title"] for f in memoir)  # one trajectory per run, and said so
+    assert all("over labels" not in f["subtitle"] for f in memoir)  # one trajectory per run, and said so
     assert_legends_beside_the_data(page, "MEMOIR oracles, after other runs were shown", names=both)
     page.screenshot(path=str(ARTIFACTS / "dashboard-memoir-oracles.png"))
     out = tmp_path / "report.html"
@@ -533,22 +534,30 @@ def test_ten_runs_at_a_glance_one_legend_one_x_range_medians_only_and_log_smooth
     panned = figures(page)
     assert len({tuple(f["x"]) for f in panned}) == 1 and panned[0]["x"] != shown[0]["x"], (before, panned)
     banded = shown  # the data drawn (dx, dy) with the bands, whatever the view
-    page.get_by_label("medians only").check()
-    medians = _until(page, lambda figs: figs and all(f["dy"][1] - f["dy"][0] <= g["dy"][1] - g["dy"][0]
-                                                     for f, g in zip(figs, banded)) and _follow(figs))
-    assert any(f["dy"][1] - f["dy"][0] < g["dy"][1] - g["dy"][0] for f, g in zip(medians, banded))  # bands gone
+    assert any(f["bands"] for f in banded)
+    medians_only = page.locator("div.bk-Checkbox", has_text="medians only").locator("input")
+    medians_only.check()
+    medians = _until(page, lambda figs: figs and not any(f["bands"] for f in figs) and _follow(figs))
+    assert medians and not any(f["bands"] for f in medians)
+    # the y ranges hold the medians alone: no wider than with the bands, narrower where a band stuck out
+    assert all(f["dy"][1] - f["dy"][0] <= g["dy"][1] - g["dy"][0] for f, g in zip(medians, banded))
+    assert any(f["dy"][1] - f["dy"][0] < g["dy"][1] - g["dy"][0] for f, g in zip(medians, banded))
     page.screenshot(path=str(ARTIFACTS / "dashboard-medians-only.png"))
-    page.get_by_label("medians only").uncheck()
+    medians_only.uncheck()
     page.locator("select").filter(has_text="rolling median").last.select_option(label="EMA")
     smoothed = _until(page, lambda figs: figs and all("EMA" in f["subtitle"] for f in figs))
     log_titles = [f for f in smoothed if f["title"].startswith("objective")]
     assert log_titles and all("of log10 values" in f["subtitle"] for f in log_titles), smoothed
+    page.screenshot(path=str(ARTIFACTS / "dashboard-log-ema.png"))
     page.locator("select").filter(has_text="rolling median").last.select_option(label="raw")
     page.locator("select").filter(has_text="cumulative work").last.select_option(label="wall time (s)")
-    done = _until(page, lambda figs: any(f["title"].startswith("labels done") for f in figs))
-    (labels_done,) = [f for f in done if f["title"].startswith("labels done")]
+    done = _until(page, lambda figs: any(f["title"] == "labels done" for f in figs))
+    (labels_done,) = [f for f in done if f["title"] == "labels done"]
+    assert labels_done["subtitle"].strip() == "one count per one-vs-all run"
     assert labels_done["dy"] == [1, 24] and labels_done["labels"] == ["wide-zero"], labels_done
-    assert not any(f["title"].startswith("nnz") for f in done)  # its per-label fields are not binned by time
+    # its per-label fields are not binned by time: the other figures draw MEMOIR's records alone
+    binned = [(f["title"], f["labels"]) for f in done if f is not labels_done]
+    assert binned and all("wide-zero" not in labels for _, labels in binned), binned
     page.screenshot(path=str(ARTIFACTS / "dashboard-wall-labels-done.png"))
 
 
@@ -572,13 +581,13 @@ def test_ldgs_estimators_side_by_side(page, runs):
             errors(f) and f["labels"] == ["ldgs-decomp"], f
         for label, c in zip(f["labels"], f["colors"]):
             assert colour.setdefault(label, c) == c, f  # a run keeps its colour in every figure
-        assert "over labels" not in f["title"] and "one trajectory per run" in f["title"], f["title"]
+        assert "over labels" not in f["subtitle"] and "one trajectory per run" in f["subtitle"], f
     assert len(set(colour.values())) == 2  # one colour per run
     assert_ranges_follow(figs, "LDGS estimators")
     # LDGS's active set is the classes it scores per sample, not a share of the rows: drawn as
     # recorded, its y range following it (it was "active set / n" on a 0-1 axis, a flat line at 0)
     (active,) = [f for f in figs if f["title"].startswith("active set")]
-    assert active["title"].startswith("active set:") and active["y"] != [-0.0125, 1.0125], active
+    assert active["title"] == "active set" and active["y"] != [-0.0125, 1.0125], active
     assert_readable_ticks(figs)
     page.screenshot(path=str(ARTIFACTS / "dashboard-ldgs-estimators.png"))
 

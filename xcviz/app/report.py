@@ -27,6 +27,7 @@ from .._util.atomic_write import write_atomic
 from ..engine.threads import max_threads
 from ..runs.store import RunStore
 from ..runs.sweep import swept_parameter, sweep_table
+from .ui.figures import show_legends
 from .ui.run_view import RunView
 from .ui.sweep_view import sweep_figures
 from .ui.workers_view import COST_ASSUMPTIONS, WorkersView, scaling_figure
@@ -60,8 +61,10 @@ def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
     view = RunView(store)
     view.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
     labels = len(view.positives.source.data["label"]) > 0
-    return ([f for f in view.plots.figures() if f.visible] + (view.positives.figures() if labels else []),
-            view.plots.rules.object)
+    live = [f for f in view.plots.figures() if f.visible]
+    for fig in live:
+        show_legends(fig)
+    return live + (view.positives.figures() if labels else []), view.plots.rules.object
 
 
 def _scale_out(store: RunStore, rows: list[dict]) -> list:

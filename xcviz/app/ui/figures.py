@@ -99,6 +99,13 @@ def style_legend(fig) -> None:
             source.js_on_change("data", relayout)
 
 
+def show_legends(fig) -> None:
+    """Show a figure's legends (the live grid hides them for its one legend; a report, whose
+    figures are read one by one, shows each figure's own)."""
+    for legend in fig.legend:
+        legend.visible = True
+
+
 def legend_columns(labels) -> int:
     """Legend entries per row so that a row of the longest label fits LEGEND_WIDTH: three names of
     about 20 characters (`bibtex-memoir-simplelsh`) were cut at the figure's edge and widened the

@@ -169,8 +169,8 @@ class LivePlots:
         self._curves: dict[tuple[str, str], tuple[tuple, dict]] = {}  # (field, run) -> (state, arrays)
         self._sent: dict[str, list] = {}  # field -> the (run, state) pairs its sources hold
         self._drawn: dict[str, bool] = {}  # field -> whether its figure draws any finite point
-        self._titles: dict[str, str] = {}
-        self._subtitles: dict[str, Title] = {}  # field -> the line under its title: the smoothing
+        self._whats: dict[str, Title] = {}  # field -> the line under its title: what is drawn
+        self._subtitles: dict[str, Title] = {}  # field -> the line under that: the smoothing
         self._bands: dict[str, object] = {}  # field -> its bands' renderer (hidden with "medians only")
         # every figure's x range: one, so that panning or zooming one figure moves them all (issue 40)
         self.x_range = new_range()
@@ -316,12 +316,12 @@ class LivePlots:
             elif spans == {None}:
                 what = "median, 5-95% band per time bin" if wall else "one trajectory per run"
             else:
-                what = (f"median, 5-95% band over {over} or records per time bin" if wall
-                        else f"median, 5-95% band over {over}; one line for single-trajectory runs")
-            title = f"{FIELDS[field].label}: {what}"
-            if self._titles.get(field) != title:
-                self._figures[field].object.title.text = self._titles[field] = title
-            # the smoothing on a line of its own: appended to the title, it was cut at the figure's edge
+                what = (f"median, 5-95% band over {over} or per time bin" if wall
+                        else f"median, 5-95% band over {over}, or one trajectory")
+            # the field as the title, what is drawn and the smoothing each on a line under it: in one
+            # title they were cut at the figure's edge ("margin violators (share of rows): median, 5-95% ...")
+            if self._whats[field].text != what:
+                self._whats[field].text = what
             sub = "" if self.smoothing.value == "raw" else f"smoothed: {smoothing}" + (
                 " of log10 values" if self._log_y(field) else "")
             if self._subtitles[field].text != sub:
@@ -385,8 +385,9 @@ class LivePlots:
         legend naming each run's line."""
         fig = new_figure(FIELDS[field].label, AXIS_LABELS[self.x_axis.value], FIELDS[field].label,
                          width=self.size[0], height=self.size[1], sizing_mode="stretch_width", x_range=self.x_range)
+        self._whats[field] = Title(text="", text_font_size="10px", text_font_style="normal", text_color="#444444")
         self._subtitles[field] = Title(text="", text_font_size="10px", text_font_style="italic", text_color="#555555")
-        fig.add_layout(self._subtitles[field], "above")
+        fig.above = [self._subtitles[field], self._whats[field], *fig.above]  # nearest the plot first: the title on top
         bands, lines, points, climbing = (ColumnDataSource(columns) for columns in _columns([]))
         self._bands[field] = fig.patches(xs="xs", ys="ys", source=bands, fill_color="color", fill_alpha=0.2,
                                          line_alpha=0, visible=not self.medians_only.value)
@@ -452,11 +453,8 @@ class LivePlots:
         self._x_view = None
 
     def figures(self) -> list:
-        """The Bokeh figures, one per plotted field, each with its own legend shown (for a
-        standalone report, whose figures are read one by one)."""
-        for pane in self._figures.values():
-            for legend in pane.object.legend:
-                legend.visible = True
+        """The Bokeh figures, one per plotted field (for a standalone report, which shows each
+        figure's own legend: `figures.show_legends`)."""
         return [pane.object for pane in self._figures.values()]
 
     def controls(self) -> pn.Row:
