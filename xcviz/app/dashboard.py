@@ -18,6 +18,7 @@ from .ui.datasets import checked_dataset, dataset_choices, refused_datasets
 from .export import ExportButtons
 from .ui.figures import locked
 from .ui.estimate_view import EstimatePanel
+from .ui.upload import UploadPanel
 from .ui.label_views import LabelInspector
 from .ui.launch import WIDTH, LaunchPanel
 from .ui.run_view import RunView
@@ -48,6 +49,7 @@ class Dashboard:
         self.launch_message = self.launcher.launch_message  # below Compare
         self.estimates = EstimatePanel(WIDTH)  # below it: what a run would cost (issue 39)
         self.estimates.button.on_click(locked(self._estimate))
+        self.upload = UploadPanel(self.data_dirs, WIDTH, self._uploaded)  # your own file, issue 40
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget, schedulers=self.schedulers)
         self.export = ExportButtons(self.store, self.runs.ticked)
@@ -116,6 +118,13 @@ class Dashboard:
             self.estimates.start(self.launcher.specs(dataset, test))
         except ValueError as exc:
             self.estimates.say(str(exc))
+
+    def _uploaded(self, path: Path) -> None:
+        """A file kept from the page: offered in the data-set select and, a training file, selected."""
+        refused = {k: v for k, v in self.launcher.dataset.options.items() if str(v).startswith("refused:")}
+        self.launcher.dataset.options = {**dataset_choices(self.data_dirs), **refused}
+        if "_train.txt" in path.name:
+            self.launcher.dataset.value = str(path)
 
     def _example(self, _event=None) -> None:
         """The first visit's example: zero against MSI initialisation on Bibtex, default parameters."""
@@ -202,7 +211,7 @@ class Dashboard:
         collapsible card with the actions and exports in one row), then the plot tabs. Refreshes
         itself once a second while it is open."""
         sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)),
-                            self.launcher.panel(self.estimates.button, self.estimates.result),
+                            self.launcher.panel(self.estimates.button, self.estimates.result, self.upload.panel()),
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
