@@ -59,6 +59,20 @@ def test_lam_zero_matches_newton_and_closes_the_gap(bibtex_40):
     assert np.all(labels["duality_gap"] / labels["objective"] < 1e-3)
 
 
+def test_squared_hinge_at_lam_zero_reaches_liblinears_objective(bibtex_40):
+    """At lam 0 PPDSparse's squared hinge is LIBLINEAR's -s 1 problem (L2-regularised L2-loss SVM,
+    dual coordinate descent; C 1, bias 1 regularised, normalised rows): per label, each objective
+    recomputed in numpy is within 1e-4 relative of LIBLINEAR's at -e 1e-6, and never more than
+    1e-4 above it (LIBLINEAR's own stopping tolerance bounds its side)."""
+    X, Y, _ = bibtex_40
+    model = fit_ppdsparse(X, Y, PPDSparseParams(lam=0.0, eps=1e-5), threads=2)
+    W, b = liblinear_ova(_normalized(X), Y, "-s 1 -c 1 -e 0.000001 -B 1")
+    reference = SparseModel(weights=sp.csr_matrix(W), bias_weights=b, bias=1.0, normalize=True)
+    ours, theirs = _primal(X, Y, model, 0.0), _primal(X, Y, reference, 0.0)
+    assert np.max(np.abs(ours - theirs) / theirs) < 1e-4, np.max(np.abs(ours - theirs) / theirs)
+    assert np.all(ours <= theirs * (1 + 1e-4))
+
+
 def test_theorems_hold_on_bibtex_with_the_papers_setting(bibtex_40):
     """Hinge loss, C = tau = 1, bias 1: ||alpha||_1 <= 4 n_p and ||w||_1 <= 2 n_p / lam per label."""
     X, Y, _ = bibtex_40
