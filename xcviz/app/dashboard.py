@@ -16,11 +16,14 @@ from ..runs.launcher import launch
 from ..runs.store import RunStore, StoreError
 from .ui.datasets import checked_dataset, dataset_choices, refused_datasets
 from .export import ExportButtons
+from .ui.compare import CompareWith
 from .ui.figures import locked
 from .ui.label_views import LabelInspector
 from .ui.launch import LaunchPanel
 from .ui.run_view import RunView
 from .ui.runs_table import RunsTable, newest_comparison
+from .ui.sweep_launch import SweepLaunch
+from .ui.sweep_panel import SweepPanel
 from .._util.text import markdown_text
 from .ui.workers_view import WorkersView
 
@@ -48,6 +51,13 @@ class Dashboard:
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget, schedulers=self.schedulers)
         self.export = ExportButtons(self.store, self.runs.ticked)
+        self.compare = CompareWith(lambda runs: [self._rows[r] for r in runs if r in self._rows], self.runs.ticked,
+                                   self._launch_ticked)
+        self.compare.button.on_click(locked(self.compare.click))
+        self.sweep = SweepLaunch(self.launcher)
+        self.sweep.button.on_click(locked(self._sweep))
+        self.sweep_view = SweepPanel()
+        self.live.seeds.switch.param.watch(locked(lambda _e: self.show()), "value")
         self.inspector = LabelInspector()
         self.workers = WorkersView(self.store)
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"}, margin=(8, 10))
@@ -102,6 +112,29 @@ class Dashboard:
             self.launch_message.object = markdown_text(exc)
             self.launch_message.visible = True
         self.refresh()
+
+    def _launch_ticked(self, specs: list, keep: list[str]) -> list[str]:
+        """Launch these specs as background runs and tick them with the runs `keep` (a Compare
+        with... or a sweep: the page then shows them together); returns the new runs' ids."""
+        self.runs.say("")
+        self.launch_message.visible = False
+        launched = [launch(spec, self.store, self.data_dirs, self.schedulers) for spec in specs]
+        self.watched = launched
+        self.opening = []
+        self.refresh()  # the new runs in the table, so that their rows can be ticked
+        self.runs.tick([*keep, *launched])
+        self.show()
+        return launched
+
+    def _sweep(self, _event=None) -> None:
+        """Sweep: one background run per value of the chosen parameter, ticked; what could not
+        be launched shows below the button."""
+        self.sweep.say("")
+        try:
+            dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
+            self._launch_ticked(self.sweep.specs(dataset, test), [])
+        except ValueError as exc:
+            self.sweep.say(str(exc))
 
     def _example(self, _event=None) -> None:
         """The first visit's example: zero against MSI initialisation on Bibtex, default parameters."""
@@ -160,6 +193,7 @@ class Dashboard:
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
         self.export.enable([self._rows[r]["name"] for r in self.runs.ticked() if r in self._rows])
+        self.sweep_view.update([self._rows[r] for r in self.runs.ticked() if r in self._rows])
         tab = self.tabs.active
         runs = self.live.update(self._rows, self.shown(), texts=("plots", "positives", "", "")[tab:tab + 1])
         if tab == 2:
@@ -186,12 +220,14 @@ class Dashboard:
         """The page, plots first: the launch panel on the left; on the right the runs table (in a
         collapsible card with the actions and exports in one row), then the plot tabs. Refreshes
         itself once a second while it is open."""
-        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(),
+        sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)), self.launcher.panel(), self.sweep.panel(),
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
+                        pn.Row(self.compare.panel(), self.compare.message, margin=0),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
                         header_background="#f4f4f4")
-        main = pn.Column(self.store_alert, self.welcome, table, self.status, self.tabs, sizing_mode="stretch_width")
+        main = pn.Column(self.store_alert, self.welcome, table, self.sweep_view.panel(),
+                         pn.Row(self.status, self.live.seeds.panel(), margin=0), self.tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
         self.refresh()
         return pn.Row(sidebar, main, sizing_mode="stretch_both")
