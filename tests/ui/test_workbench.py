@@ -142,7 +142,7 @@ def test_seed_groups_draw_one_curve_with_a_band_across_seeds(page, runs):
     group = "small-ppdsparse (3 seeds)"
     _shows(page, {group})
     gap = _by_title(_until(page, lambda figs: "over seeds" in _by_title(figs).get(GAP, {}).get("title", "")))[GAP]
-    assert "band over seeds (label medians)" in gap["title"]
+    assert gap["title"].endswith("median, 5-95% band over seeds")
     curves = []
     for name in SEEDS:
         run = next(r for r in store.list() if r["name"] == name)["id"]

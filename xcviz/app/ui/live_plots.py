@@ -342,7 +342,7 @@ class LivePlots:
     def _climbs(field: str, plot_run: PlotRun, median: np.ndarray) -> np.ndarray:
         """Which points of a run's curve lie on a climb of its objective (records.climbs); none
         outside the objective figure or for a run whose band is over labels."""
-        if field != "objective" or "label" in (plot_run.records.band_members() or ""):  # also seed groups' medians
+        if field != "objective" or plot_run.records.band_members() == "labels":
             return np.zeros(median.size, dtype=bool)
         return climb_mask(median.size, climbs(median))
 

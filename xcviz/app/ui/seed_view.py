@@ -65,10 +65,8 @@ class SeedGroupRecords:
         self.labels = pd.DataFrame()
 
     def band_members(self) -> str:
-        """What the band spans: seeds of one-trajectory runs, or seeds of each run's median over
-        labels (whose rises are labels converging, not climbs)."""
-        if any(m.band_members() == "labels" for m in self.members):
-            return "seeds (label medians)"
+        """What the band spans: seeds (of each run's curve, for a one-vs-all run its median over
+        labels; their objective is drawn as the objective gap, so no climb is marked on them)."""
         return "seeds"
 
 
