@@ -4,6 +4,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,19 @@ def server_errors(log_path: Path) -> list[str]:
     """Tracebacks the server printed, apart from writes to a browser that had already closed the page."""
     output = log_path.read_text(errors="replace")
     return ["Traceback" + t[:3000] for t in output.split("Traceback")[1:] if "ClosedError" not in t]
+
+
+@contextmanager
+def served(home: Path, log_path: Path, data_dirs: list[Path] = ()):
+    """The dashboard served while the block runs (`start_server`), its address; stopped after,
+    with no traceback in its log."""
+    proc, url = start_server(home, log_path, data_dirs)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert server_errors(log_path) == []
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from ..runs.launcher import launch
 from ..runs.store import RunStore, StoreError
 from .ui.datasets import checked_dataset, dataset_choices, refused_datasets
 from .export import ExportButtons
+from .ui.compare import CompareWith
 from .ui.figures import locked
 from .ui.estimate_view import EstimatePanel
 from .ui.upload import UploadPanel
@@ -23,6 +24,8 @@ from .ui.label_views import LabelInspector
 from .ui.launch import WIDTH, LaunchPanel
 from .ui.run_view import RunView
 from .ui.runs_table import RunsTable, newest_comparison
+from .ui.sweep_launch import SweepLaunch
+from .ui.sweep_panel import SweepPanel
 from .._util.text import markdown_text
 from .ui.workers_view import WorkersView
 
@@ -53,6 +56,13 @@ class Dashboard:
         self.store_alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self.runs = RunsTable(self.store, on_change=self.refresh, on_delete=self._forget, schedulers=self.schedulers)
         self.export = ExportButtons(self.store, self.runs.ticked)
+        self.compare = CompareWith(lambda runs: [self._rows[r] for r in runs if r in self._rows], self.runs.ticked,
+                                   self._launch_ticked)
+        self.compare.button.on_click(locked(self.compare.click))
+        self.sweep = SweepLaunch(self.launcher)
+        self.sweep.button.on_click(locked(self._sweep))
+        self.sweep_view = SweepPanel()
+        self.live.seeds.switch.param.watch(locked(lambda _e: self.show()), "value")
         self.inspector = LabelInspector()
         self.workers = WorkersView(self.store)
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"}, margin=(8, 10))
@@ -126,6 +136,29 @@ class Dashboard:
         if "_train.txt" in path.name:
             self.launcher.dataset.value = str(path)
 
+    def _launch_ticked(self, specs: list, keep: list[str]) -> list[str]:
+        """Launch these specs as background runs and tick them with the runs `keep` (a Compare
+        with... or a sweep: the page then shows them together); returns the new runs' ids."""
+        self.runs.say("")
+        self.launch_message.visible = False
+        launched = [launch(spec, self.store, self.data_dirs, self.schedulers) for spec in specs]
+        self.watched = launched
+        self.opening = []
+        self.refresh()  # the new runs in the table, so that their rows can be ticked
+        self.runs.tick([*keep, *launched])
+        self.show()
+        return launched
+
+    def _sweep(self, _event=None) -> None:
+        """Sweep: one background run per value of the chosen parameter, ticked; what could not
+        be launched shows below the button."""
+        self.sweep.say("")
+        try:
+            dataset, test = checked_dataset(self.launcher.dataset.value, self.data_dirs)
+            self._launch_ticked(self.sweep.specs(dataset, test), [])
+        except ValueError as exc:
+            self.sweep.say(str(exc))
+
     def _example(self, _event=None) -> None:
         """The first visit's example: zero against MSI initialisation on Bibtex, default parameters."""
         if "bibtex" in bundled() and "bibtex" in self.launcher.dataset.options.values():
@@ -184,6 +217,7 @@ class Dashboard:
     def show(self) -> None:
         """Update the views for the shown runs; reads only records not read yet."""
         self.export.enable([self._rows[r]["name"] for r in self.runs.ticked() if r in self._rows])
+        self.sweep_view.update([self._rows[r] for r in self.runs.ticked() if r in self._rows])
         tab = self.tabs.active
         runs = self.live.update(self._rows, self.shown(), texts=("plots", "positives", "", "")[tab:tab + 1])
         if tab == 2:
@@ -212,11 +246,14 @@ class Dashboard:
         itself once a second while it is open."""
         sidebar = pn.Column(pn.pane.Markdown("## xcviz", margin=(0, 10)),
                             self.launcher.panel(self.estimates.button, self.estimates.result, self.upload.panel()),
+                            self.sweep.panel(),
                             width=290, scroll=True, height_policy="max", styles={"border-right": "1px solid #ddd"})
         table = pn.Card(pn.Row(self.runs.actions(), self.export.panel(), margin=0), self.runs.panel(),
+                        pn.Row(self.compare.panel(), self.compare.message, margin=0),
                         title="Runs", collapsed=False, sizing_mode="stretch_width", margin=(0, 5),
                         header_background="#f4f4f4")
-        main = pn.Column(self.store_alert, self.welcome, table, self.status, self.tabs, sizing_mode="stretch_width")
+        main = pn.Column(self.store_alert, self.welcome, table, self.sweep_view.panel(),
+                         pn.Row(self.status, self.live.seeds.panel(), margin=0), self.tabs, sizing_mode="stretch_width")
         pn.state.add_periodic_callback(self.refresh, period=1000)
         if pn.state.curdoc is not None:  # served: no estimate outlives its page
             pn.state.curdoc.on_session_destroyed(lambda _context: self.estimates.close())

@@ -110,6 +110,13 @@ def _as_text(value) -> str:
     return "" if value is None else repr(value) if isinstance(value, float) else str(value)
 
 
+def run_name(dataset: str, solver: str, variant) -> str:
+    """A launched run's name: data set - variant, or data set - solver - variant for every solver
+    but dismec, the default (MEMOIR's and LDGS's `exact` would otherwise both be "bibtex-exact")."""
+    stem = printable(Path(dataset).name.partition("_train.txt")[0])  # a name shows no invisible character
+    return f"{stem}-{variant}" if solver == "dismec" else f"{stem}-{solver}-{variant}"
+
+
 class Threads(param.Parameterized):
     """The threads each run trains on, bounded as the CLI and run specs bound them (`max_threads`),
     starting where they start (a run spec's default, all cores)."""
@@ -272,11 +279,8 @@ class LaunchPanel:
             raise ValueError("; ".join(errors))
         solver = SOLVERS[self.solver.value]
         values = {k: v for k, v in self.params.param.values().items() if k not in ("name", solver.compare)}
-        stem = printable(Path(dataset).name.partition("_train.txt")[0])  # a name shows no invisible character
-        if solver.name != "dismec":
-            stem = f"{stem}-{solver.name}"
         return [RunSpec(dataset=dataset, test=test, solver=solver.name, params={**values, solver.compare: variant},
-                        threads=self.threads.params.threads, name=f"{stem}-{variant}",
+                        threads=self.threads.params.threads, name=run_name(dataset, solver.name, variant),
                         cluster=self.backend.cluster(self.threads.params.threads)).validate()
                 for variant in self.variants.value or [self.params.param[solver.compare].default]]
 

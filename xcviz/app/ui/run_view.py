@@ -6,12 +6,14 @@ from __future__ import annotations
 import panel as pn
 
 from ...runs.launcher import FINAL
+from ...runs.progress import run_spec
 from ...runs.store import RunStore
 from .colors import RunColors, preferred_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
 from .references import lbfgs_references
+from .seed_view import SeedGrouping
 from ..._util.text import printable, short_name
 
 
@@ -31,6 +33,7 @@ class RunView:
         self.cache = RecordCache(store)
         self.plots = LivePlots()
         self.positives = PositivesView()
+        self.seeds = SeedGrouping()  # off: a curve per run; on: a curve per group of seeds
         self.colors = RunColors()  # a run keeps its colour while this view lives; runs shown together differ
         self._complete: set[str] = set()
         self._callback = None
@@ -57,7 +60,8 @@ class RunView:
             runs[run] = PlotRun(short_name(printable(row["name"])), colors[run], self.cache.runs[run],
                                 int(row["total"]))
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
-        self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
+        plotted = self.seeds.apply(runs, {run: run_spec(rows[run]) for run in shown})
+        self.plots.show(plotted, text="plots" in texts, references=lbfgs_references(rows, runs))
         self.positives.show(runs, text="positives" in texts)
         return runs
 

@@ -46,6 +46,6 @@ def sweep_figures(table: pd.DataFrame, key: str) -> list:
         fig.line("x", metric, source=source, color="#444444", line_width=2)
         fig.scatter("x", metric, source=source, color="#444444", size=7)
         fig.add_tools(HoverTool(tooltips=tips + [(label, f"@{{{metric}}}{{0,0.[00]}}")]))
-        fig.yaxis.formatter = NumeralTickFormatter(format="0,0.[0]")
+        fig.yaxis.formatter = NumeralTickFormatter(format="0,0.[000]")  # seconds under 1 read 0.12, not 0.1
         figures.append(fig)
     return figures
