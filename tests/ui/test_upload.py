@@ -32,6 +32,32 @@ def test_a_dropped_file_is_kept_offered_and_selected(tmp_path):
     assert sorted(p.name for p in data.iterdir()) == ["Mine-data_test.txt", "Mine-data_train.txt"]
 
 
+def test_the_server_drops_a_file_whose_chunks_exceed_the_limit_whatever_the_page_sends(tmp_path, monkeypatch):
+    """A page that skips the browser's size check: the chunks past the limit are dropped, the
+    rest of that file too, and the panel says so; a file within the limit still arrives whole."""
+    from types import SimpleNamespace
+
+    import xcviz.app.ui.upload as upload
+
+    monkeypatch.setattr(upload, "MAX_CHUNKS_BYTES", 1000)
+    data = tmp_path / "data"
+    data.mkdir()
+    page = Dashboard(RunStore(tmp_path / "home"), data_dirs=[data])
+    dropper = page.upload.dropper
+
+    def send(name, chunk, total, payload):
+        dropper._process_event(SimpleNamespace(event_name="upload_event", data={
+            "name": name, "chunk": chunk, "total_chunks": total, "data": payload, "type": "text/plain"}))
+    for chunk in range(1, 6):  # 5 x 400 bytes: dropped at the third
+        send("big.txt", chunk, 5, b"x" * 400)
+    assert dropper._file_buffer == {} and dropper.value == {}
+    assert "Not added: big.txt is larger than" in page.upload.message.object
+    rows = ROWS.encode()[:600].rsplit(b"\n", 1)[0] + b"\n"
+    send("small.txt", 1, 2, rows[:300])
+    send("small.txt", 2, 2, rows[300:])
+    assert (data / "small_train.txt").read_bytes() == rows
+
+
 def test_without_a_data_folder_the_dropper_is_off_and_says_why(tmp_path):
     page = Dashboard(RunStore(tmp_path / "home"), data_dirs=[])
     assert page.upload.dropper.disabled and "--data-dir" in page.upload.help.object

@@ -65,7 +65,7 @@ class CompareWith:
                  launch: Callable[[list[RunSpec], list[str]], list[str]]) -> None:
         self.rows, self.ticked, self.launch = rows, ticked, launch
         options = targets()
-        self.target = pn.widgets.Select(name="", options=options, value=options["ppdsparse · loss=squared_hinge"],
+        self.target = pn.widgets.Select(label="", options=options, value=options["ppdsparse · loss=squared_hinge"],
                                         width=230, margin=(5, 5))
         self.button = pn.widgets.Button(label="Compare with", color="primary", margin=(5, 5), description=below(
             "Launch the solver and variant chosen beside this button on the data of each ticked run, with the "

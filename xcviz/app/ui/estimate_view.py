@@ -69,7 +69,7 @@ class EstimatePanel:
         multiclass = sorted({s.solver for s in specs if SOLVERS[s.solver].multiclass})
         if multiclass:
             self.say(f"An estimate trains a sample of the labels of a one-vs-all solver (dismec, ppdsparse); "
-                      f"{', '.join(multiclass)} trains all classes at once.")
+                     f"{', '.join(multiclass)} trains all classes at once.")
             return
         self._queue, self._done, self._threads = list(specs), [], specs[0].threads or 1
         self._next()
@@ -112,7 +112,7 @@ class EstimatePanel:
         table = estimate_rows(self._done, self._threads) if self._done else ""
         if not self._queue:
             self.say("", table + f"<div>From {SAMPLE} labels each, drawn alike from ten groups by positives "
-                      "(<code>xcviz estimate</code>).</div>")
+                     "(<code>xcviz estimate</code>).</div>")
             return
         spec = self._queue.pop(0)
         self._folder = self._folder or Path(tempfile.mkdtemp(prefix="xcviz-estimate-"))
@@ -125,9 +125,10 @@ class EstimatePanel:
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, close_fds=True)
         self._child = (spec, proc, out)
         self.say("", table + f"<div>Estimating {html.escape(spec.name or spec.solver)}: training {SAMPLE} of its "
-                  "labels...</div>")
+                 "labels...</div>")
 
     def say(self, error: str, html_text: str = "") -> None:
-        """Show an error (escaped, in red), or else this HTML; nothing hides the pane."""
+        """Show an error (escaped, in red), or else this HTML (built from escaped parts); with
+        neither, the pane hides."""
         text = f'<div style="color:#b00020">{html.escape(error)}</div>' if error else html_text
         self.result.object, self.result.visible = text, bool(text)

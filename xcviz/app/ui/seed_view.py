@@ -74,7 +74,7 @@ class SeedGrouping:
     """The "group seeds" switch and the grouping of the shown runs it turns on."""
 
     def __init__(self) -> None:
-        self.switch = pn.widgets.Checkbox(name="group seeds", value=False, width=95, margin=(8, 0, 8, 10))
+        self.switch = pn.widgets.Checkbox(label="group seeds", value=False, width=95, margin=(8, 0, 8, 10))
         self.tip = pn.widgets.TooltipIcon(value=(
             "Draw the shown runs that differ only by seed as one curve: the median across seeds and a 5-95% band "
             "across them, named with the seed count"), margin=(5, 0))

@@ -34,9 +34,11 @@ class BoundedDropper(pn.widgets.FileDropper):
     def _process_event(self, event) -> None:
         name = event.data.get("name")
         if event.event_name == "upload_event" and event.data.get("chunk", 1) > 1:
-            held = sum(len(c) for c in self._file_buffer.get(name, []))
+            if name not in self._file_buffer:  # the rest of a file dropped already (or never begun)
+                return
+            held = sum(len(c) for c in self._file_buffer[name])
             if held + len(event.data.get("data") or b"") > MAX_CHUNKS_BYTES:
-                self._file_buffer.pop(name, None)
+                del self._file_buffer[name]
                 self.param.update(oversized=None)
                 self.oversized = str(name)
                 return
@@ -53,8 +55,7 @@ class UploadPanel:
                                       layout="compact", disabled=self.folder is None)
         self.message = pn.pane.HTML("", width=width, styles={"font-size": "12px"})
         self.dropper.param.watch(lambda _e: self.take(), "value")
-        self.dropper.param.watch(lambda e: e.new and self.say(f"Not added: {e.new} is larger than {MAX_UPLOAD_MB} MB.",
-                                                              error=True), "oversized")
+        self.dropper.param.watch(self._too_large, "oversized")
         where = ("the first data folder" if self.folder is not None else
                  "a data folder: start the server with <code>--data-dir FOLDER</code> to upload")
         self.help = pn.pane.HTML(
@@ -79,6 +80,10 @@ class UploadPanel:
             return
         self.say(f"Added {path.name} to {self.folder.name}/.")
         self.on_added(path)
+
+    def _too_large(self, event) -> None:
+        if event.new:
+            self.say(f"Not added: {event.new} is larger than {MAX_UPLOAD_MB} MB.", error=True)
 
     def say(self, text: str, error: bool = False) -> None:
         color = "#b00020" if error else "#1b5e20"
