@@ -44,9 +44,12 @@ def start_server(home: Path, log_path: Path, data_dirs: list[Path] = ()) -> tupl
 
 
 def server_errors(log_path: Path) -> list[str]:
-    """Tracebacks the server printed, apart from writes to a browser that had already closed the page."""
+    """Tracebacks the server printed, apart from writes to a browser that had already closed the page,
+    and Panel's warning that a widget's extension was not loaded (the second page opened lacks its
+    JavaScript: the upload box broke every page but the first that way)."""
     output = log_path.read_text(errors="replace")
-    return ["Traceback" + t[:3000] for t in output.split("Traceback")[1:] if "ClosedError" not in t]
+    missing = [line for line in output.splitlines() if "extension was not loaded" in line]  # JS a later page lacks
+    return missing[:1] + ["Traceback" + t[:3000] for t in output.split("Traceback")[1:] if "ClosedError" not in t]
 
 
 @contextmanager

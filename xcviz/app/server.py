@@ -325,7 +325,7 @@ def dashboard_page(home: str | None, data_dirs: list[str], schedulers: list[str]
         from ..runs.store import RunStore, StoreError
         from .dashboard import Dashboard
 
-        pn.extension("tabulator")
+        pn.extension("tabulator", "filedropper")  # the upload box's JavaScript, also under `panel serve`
         try:
             return Dashboard(RunStore(home), data_dirs=data_dirs, schedulers=schedulers).view()
         except StoreError as exc:  # an unusable store: an alert, not a blank page
