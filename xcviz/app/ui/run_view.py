@@ -11,7 +11,7 @@ from .colors import RunColors, preferred_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
-from .references import lbfgs_references
+from .references import lbfgs_references, newton_rows_reference
 from ..._util.text import printable, short_name
 
 
@@ -57,7 +57,7 @@ class RunView:
             runs[run] = PlotRun(short_name(printable(row["name"])), colors[run], self.cache.runs[run],
                                 int(row["total"]))
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
-        self.plots.show(runs, text="plots" in texts, references=lbfgs_references(rows, runs))
+        self.plots.show(runs, text="plots" in texts, references={**lbfgs_references(rows, runs), **newton_rows_reference(runs)})
         self.positives.show(runs, text="positives" in texts)
         return runs
 
