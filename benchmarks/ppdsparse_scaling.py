@@ -10,7 +10,7 @@ first sampled label alone, and per-label seconds are (seconds of the sample - se
 are over the sampled labels, on the test rows that carry one of them. The fitted slope is that of
 log(seconds per label) against log(N), by least squares. `make bench` runs SIZES, about 50k, 150k and
 500k rows as issue #38 asks (490,000 is the preset's whole training set; `benchmarks/run.py --only
-ppdsparse-scaling` reruns the section, about 10 minutes on 2 cores, most of it Newton at 490,000), and
+ppdsparse-scaling` reruns the section, 13 minutes on 2 cores at a load average of 8-9, most of it generating and Newton at 490,000), and
 ends the section with the issue's targets at the largest N: the per-label speed-up over Newton MSI at
 least 3x, PPDSparse's slope in N clearly below Newton's (by at least SLOPE_MARGIN), and, beside them,
 P@1/3/5 within 0.5 points of Newton MSI. `python benchmarks/ppdsparse_scaling.py` runs SIZES and prints

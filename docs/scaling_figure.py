@@ -38,7 +38,7 @@ def layout(in_n: list[dict], in_k: list[dict]) -> hv.Layout:
     n_labels, k_rows = in_n[0]["labels"], in_k[0]["n"]
     _, by_n = scaling_loglog(table(in_n, "n"), "N", f"per-label time against N ({n_labels} labels, one run)")
     _, by_k = scaling_loglog(table(in_k, "K"), "K", f"per-label time against K (N = {k_rows:,}, medians)")
-    return (by_n + by_k).cols(2)
+    return (by_n + by_k).cols(2).opts(shared_axes=False, toolbar=None)  # two y ranges: N's reaches 10x K's
 
 
 def main() -> None:
