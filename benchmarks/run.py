@@ -34,7 +34,9 @@ from peers import render as render_peers
 from ppdsparse_bench import section as ppdsparse_section
 from ppdsparse_scaling import LABELS as SCALING_LABELS
 from ppdsparse_scaling import SIZES as SCALING_SIZES
+from ppdsparse_scaling import save as save_scaling
 from ppdsparse_scaling import section as scaling_section
+from targets import target_rows
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.synthetic import generate
@@ -191,13 +193,7 @@ def targets(results: dict, recording: dict, memory: dict) -> list[str]:
             ]
     checks += [(f"{name}: extra peak memory / (data + model)", r["peak_extra_mb"] / (r["data_mb"] + r["model_mb"]),
                 2.0, " max", "") for name, r in memory.items()]
-    out = ["## Targets", "", "| target | this run | required | met | note |", "|---|---|---|---|---|"]
-    for what, value, bound, kind, note in checks:
-        met = value >= bound if kind == "x" else value <= bound
-        req = f">= {bound}x" if kind == "x" else f"<= {bound}"
-        shown = f"{value:.2f}x" if kind == "x" else f"{value:.2f}"
-        out.append(f"| {what} | {shown} | {req} | {'yes' if met else '**no**'} | {note} |")
-    return out + [""]
+    return target_rows(checks)
 
 
 def dataset_table(name: str, rows: dict, note: str = "") -> list[str]:
@@ -290,6 +286,13 @@ def _load() -> str:
     return " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def _scaling(values: tuple[int, ...], axis: str) -> list[str]:
+    """PPDSparse's scaling section in N or K; its measurements saved for docs/scaling_figure.py."""
+    lines, results = scaling_section(values, axis)
+    save_scaling(results, axis)
+    return lines
+
+
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
     Dask, or the dashboard's, which ends the file) and put it in place."""
@@ -323,9 +326,8 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name in ("ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"):  # benchmarks/ppdsparse_*.py, before LDGS's
-        lines = (ppdsparse_section("small", min(repeats, 3)) if name == "ppdsparse" else
-                 scaling_section(SCALING_SIZES[:2])[0] if name == "ppdsparse-scaling" else
-                 scaling_section(SCALING_LABELS, "K")[0])
+        lines = (ppdsparse_section("bench", min(repeats, 3)) if name == "ppdsparse" else
+                 _scaling(SCALING_SIZES, "n") if name == "ppdsparse-scaling" else _scaling(SCALING_LABELS, "K"))
         start = old.find(lines[0])
         end = old.index("\n## ", start + 1) + 1 if start >= 0 else old.index("## LDGS")
         start = end if start < 0 else start
@@ -396,8 +398,8 @@ def main() -> None:
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
     peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
     print("benchmarking PPDSparse's settings ...", file=sys.stderr)
-    ppdsparse_lines = (ppdsparse_section("small", min(args.repeats, 3)) + scaling_section(SCALING_SIZES[:2])[0]
-                       + scaling_section(SCALING_LABELS, "K")[0])
+    ppdsparse_lines = (ppdsparse_section("bench", min(args.repeats, 3)) + _scaling(SCALING_SIZES, "n")
+                       + _scaling(SCALING_LABELS, "K"))
     old = Path(args.out).read_text() if Path(args.out).exists() else ""
     text = core + "\n".join(peer_lines) + "\n" + _kept(old) + "\n".join(ppdsparse_lines) + "\n"
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"

@@ -98,11 +98,14 @@ def test_the_k_section_goes_after_the_n_section_and_replaces_itself(tmp_path, mo
     tables = iter(["first k table", "second k table"])
     monkeypatch.setattr(run, "scaling_section", lambda values, axis="n": (
         ["## PPDSparse against Newton as K grows (x)", "", next(tables), ""], []))
+    saved = []
+    monkeypatch.setattr(run, "save_scaling", lambda results, axis: saved.append(axis))
     run._replace_section(out, "ppdsparse-scaling-k")
     run._replace_section(out, "ppdsparse-scaling-k")
     text = out.read_text()
     assert "first k table" not in text and text.count("as K grows") == 1
     assert text.index("n table") < text.index("second k table") < text.index("## LDGS")
+    assert saved == ["K", "K"]  # each rerun's measurements saved for docs/scaling_figure.py
 
 
 def test_the_estimate_section_reads_each_cases_errors_and_the_target():
@@ -120,3 +123,41 @@ def test_the_estimate_section_reads_each_cases_errors_and_the_target():
     assert "| +40% |" in table[1] and "(+25.0%)" in table[1] and table[1].endswith("missed |")
     assert "Seconds within 25%: **1 of 2** cases." in lines
     assert "**2.0 h on 2 threads**, 10 min on 32 Dask workers, peak 2.0 GB" in lines[-1]
+
+
+def test_the_n_targets_read_the_largest_n_and_the_slopes():
+    """Issue #38's targets at the largest N: the speed-up of that size, Newton's slope minus PPDSparse's,
+    and P@k's shortfall; met or not against their bounds."""
+    scaling = pytest.importorskip("ppdsparse_scaling")
+    fast = [_scaling_result("n", n, 2e-6 * n, 3e-3 * n ** 0.25) for n in (50_000, 150_000, 490_000)]
+    fast[-1]["PPDSparse"]["p@k"] = [65.0, 29.9, 20.0]  # 5 points behind at P@1
+    text = "\n".join(scaling.targets(fast))
+    assert f"| N = 490,000: per-label speed-up of PPDSparse over Newton MSI | {fast[-1]['speed_up']:.2f}x | >= 3.0x | yes |" in text
+    assert "| Newton MSI's slope in N minus PPDSparse's | 0.75 | >= 0.2 | yes | slopes 1.00 and 0.25 |" in text
+    assert "shortfall of PPDSparse against Newton MSI (points) | 5.00 | <= 0.5 | **no** |" in text
+    flat = [_scaling_result("n", n, 1e-2, 5e-3) for n in (50_000, 490_000)]  # 2x, slopes equal
+    text = "\n".join(scaling.targets(flat))
+    assert "| 2.00x | >= 3.0x | **no** |" in text and "| 0.00 | >= 0.2 | **no** |" in text
+
+
+def test_the_debian_targets_read_the_default_rows_or_say_why_they_are_missing():
+    bench = pytest.importorskip("ppdsparse_bench")
+    from xcviz.solvers.ppdsparse import PPDSparseParams
+
+    default = PPDSparseParams()
+    assert bench.SETTINGS[bench.DEFAULT] == {"loss": default.loss, "lam": default.lam}
+
+    def row(seconds, pk, nnz):
+        return {"seconds": seconds, "p@k": pk, "nnz": nnz}
+
+    rows = {"Newton, msi": {**row(10.0, [84.0, 61.0, 46.0], 1_500), "unpruned_nnz": 9_000},
+            "Newton, zero": row(30.0, [84.0, 61.0, 46.0], 1_500),
+            "PPDSparse, squared hinge, lam 0.1": row(5.0, [84.2, 60.4, 46.1], 600),
+            "PPDSparse, hinge, lam 0.1": row(4.0, [85.0, 61.0, 46.0], 500)}
+    text = "\n".join(bench.targets(rows))
+    assert "| debian-tags: PPDSparse (default) vs Newton from zero, train seconds | 6.00x | >= 4.0x | yes | hinge, lam 0.1: 7.50x |" in text
+    assert "| debian-tags: PPDSparse (default) vs Newton MSI, train seconds | 2.00x | >= 1.5x | yes |" in text
+    assert "against Newton MSI (points) | 0.60 | <= 0.5 | **no** | P@1/3/5 differences +0.20 / -0.60 / +0.10 |" in text
+    assert "model nnz / Newton MSI's | 0.40 | <= 0.67 | yes | 600 against 1,500 (unpruned 9,000) |" in text
+    missing = bench.targets(None)
+    assert sum("| not measured |" in line and "debian-tags not found" in line for line in missing) == 4

@@ -72,7 +72,7 @@ def test_run_aggregate_bands_follow_new_batches():
     # PPDSparse's search: the rows it touched as a share of the rows (Newton reads all of them)
     touched = RunAggregate(n_rows=10)
     touched.add(first.assign(rows_touched=[10, 4, 2, 10, 6, 3]))
-    np.testing.assert_allclose(touched.bands("rows_touched_fraction")["median"], [1.0, 0.5, 0.25])
+    np.testing.assert_allclose(touched.bands("rows_fraction")["median"], [1.0, 0.5, 0.25])
     # a streaming solver's active set (LDGS: the classes scored per sample) is not a share of the rows
     streaming = RunAggregate(n_rows=10)
     streaming.add(second.assign(epoch=[0.5, 1.0]))

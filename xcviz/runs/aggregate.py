@@ -127,10 +127,10 @@ def with_derived(batch: pd.DataFrame, n_rows: int | None = None, last_step: floa
     from a solver that streams one trajectory over many batches, whose final value is not known
     yet); `active_fraction`, the active set over the `n_rows` training rows, for one-vs-all
     records, whose active set is a set of rows (a streaming solver's is not: LDGS's is the classes
-    it scores per sample, drawn as it is); and `<field>_per_batch` for the PER_BATCH times of a
+    it scores per sample, drawn as it is); `rows_fraction`, PPDSparse's rows touched by the search
+    over the training rows (Newton reads all of them every iteration: 1); and `<field>_per_batch` for the PER_BATCH times of a
     streaming solver's records (`batch`: the batches trained so far; `last_step`: that of the
-    record before this batch, NaN if none), left out where a record trained no batch;
-    `rows_touched_fraction`, the rows PPDSparse's search read over the `n_rows` (Newton reads all)."""
+    record before this batch, NaN if none), left out where a record trained no batch."""
     extra = {}
     per_label = "epoch" not in batch
     if {"objective", "label", "iteration"} <= set(batch) and per_label:
@@ -139,8 +139,8 @@ def with_derived(batch: pd.DataFrame, n_rows: int | None = None, last_step: floa
         extra["objective_gap"] = gap.where(~last)
     if n_rows and "active_set" in batch and per_label:
         extra["active_fraction"] = batch["active_set"] / n_rows
-    if n_rows and "rows_touched" in batch and per_label:  # PPDSparse's search, against Newton's N (issue 38)
-        extra["rows_touched_fraction"] = batch["rows_touched"] / n_rows
+    if n_rows and "rows_touched" in batch and per_label:
+        extra["rows_fraction"] = batch["rows_touched"] / n_rows
     if "batch" in batch and not per_label:
         steps = batch["batch"].to_numpy(np.float64)
         trained = np.diff(steps, prepend=last_step)

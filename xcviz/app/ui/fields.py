@@ -39,8 +39,8 @@ FIELDS: dict[str, Field] = {
     "duality_gap": Field("duality gap", True, floor=GAP_FLOOR),
     "dual_objective": Field("dual objective", False),
     "nnz_search": Field("nnz of the searched w", False),
+    "rows_fraction": Field("rows the search touched / N", False),  # not pinned to 0-1: a fallback search can pass 1
     "rows_touched": Field("rows the search touched (Newton: all N)", False),
-    "rows_touched_fraction": Field("rows the search touched / n (Newton: 1)", False, "share"),
     "search_seconds": Field("search seconds", True),
     "solve_seconds": Field("solve seconds", True),
     "maintain_seconds": Field("maintain seconds", True),
@@ -80,7 +80,7 @@ FIELDS: dict[str, Field] = {
     "message_seconds_per_batch": Field("message-passing seconds per batch", True),
 }
 # a field that a more telling derived field replaces when both are there
-REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction", "rows_touched": "rows_touched_fraction",
+REPLACED_BY = {"objective": "objective_gap", "active_set": "active_fraction", "rows_touched": "rows_fraction",
                **{f: f"{f}_per_batch" for f in PER_BATCH}}  # a streaming solver's window times
 # one label's trajectory in the label inspector: the first four of these its records hold
 TRAJECTORY = ("objective", "grad_norm", "active_set", "step_size", "duality_gap", "nnz")

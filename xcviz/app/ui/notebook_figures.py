@@ -13,6 +13,9 @@ import re
 from pathlib import Path
 
 import holoviews as hv
+from bokeh.models import NumeralTickFormatter
+import numpy as np
+import pandas as pd
 
 FIGURES_ENV = "XCVIZ_FIGURES"
 # a file name without a folder: letters, digits, '-', '_' and '.', never starting with '.'
@@ -28,3 +31,21 @@ def figure(plot: hv.core.Dimensioned, name: str) -> hv.core.Dimensioned:
     if folder:
         hv.save(plot, Path(folder) / f"{name}.html", backend="bokeh", resources="inline")
     return plot
+
+
+# a log axis in ms labelled at 1-2-5 steps (Bokeh's own log ticks label only some decades' ends)
+MS_TICKS = [m * 10.0 ** e for e in range(-1, 5) for m in (1, 2, 5)]
+
+
+def scaling_loglog(table: pd.DataFrame, x: str, title: str) -> tuple[dict[str, float], hv.Overlay]:
+    """Per-label time against `x` (N or K) on log-log axes, one curve per solver with its least-squares
+    slope in log-log in the legend. `table`: columns "solver", `x` and "ms per label", one row per
+    solver and value of x. Returns (slope per solver, the plot); notebook 08 and docs/scaling_figure.py
+    (the README's figure, from make bench's measurements) draw with it."""
+    slope = {s: float(np.polyfit(np.log(g[x]), np.log(g["ms per label"]), 1)[0]) for s, g in table.groupby("solver")}
+    plot = hv.Overlay([hv.Curve(g, x, "ms per label", label=f"{s} (slope {slope[s]:.2f})")
+                       * hv.Scatter(g, x, "ms per label").opts(size=7) for s, g in table.groupby("solver")])
+    return slope, plot.opts(hv.opts.Curve(xformatter=NumeralTickFormatter(format="0,0")),
+                            hv.opts.Overlay(logx=True, logy=True, width=520, height=340, legend_position="bottom",
+                                            padding=0.1, yticks=MS_TICKS, title=title,
+                                            xticks=sorted(float(v) for v in table[x].unique())))  # at the measured values

@@ -1,6 +1,12 @@
 """Reference lines drawn across a figure: DS-MLR's best known objective, taken from the L-BFGS runs
 shown (its optimum once L-BFGS has converged; named "L-BFGS best", since an unconverged one lies
-above where other modes go).
+above where other modes go), and Newton's share of the rows read in PPDSparse's rows-touched figure.
+
+PPDSparse's search records the rows it touched per outer iteration (`rows_touched`, drawn as
+`rows_fraction`, a share of the N training rows); a one-vs-all Newton iteration reads every row (the
+margins of all N rows for its gradient), so in that figure a dashed line at 1 names what Newton reads,
+and the band shows how much of it PPDSparse's search needed. It is drawn whenever a shown run records
+the field, with or without a Newton run beside it: it is a fact of Newton's method, not a measurement.
 
 A DS-MLR run in mode `lbfgs` is the baseline the other modes are measured against (scipy L-BFGS
 on the exact objective (2), as in the paper's Figure 3). Its lowest recorded objective is the best
@@ -56,3 +62,13 @@ def lbfgs_references(rows: dict[str, dict], runs: dict[str, PlotRun]) -> dict[st
             best[problem] = (float(values.min()), plot_run)
     lines = [Reference(value, f"L-BFGS best ({p.name})", p.color) for value, p in best.values()]
     return {"objective": lines} if lines else {}
+
+
+NEWTON_ROWS = Reference(1.0, "Newton: all N rows, every iteration", "#555555")
+
+
+def newton_rows_reference(runs: dict[str, PlotRun]) -> dict[str, list[Reference]]:
+    """field -> its reference lines: Newton's share of rows read (1) in the `rows_fraction` figure when a
+    shown run records that field."""
+    shown = any("rows_fraction" in p.records.iterations.fields() for p in runs.values())
+    return {"rows_fraction": [NEWTON_ROWS]} if shown else {}

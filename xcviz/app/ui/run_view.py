@@ -12,7 +12,7 @@ from .colors import RunColors, preferred_color
 from .label_views import PositivesView
 from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
-from .references import lbfgs_references
+from .references import lbfgs_references, newton_rows_reference
 from .seed_view import SeedGrouping
 from ..._util.text import printable, short_name
 
@@ -61,7 +61,7 @@ class RunView:
                                 int(row["total"]))
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
         plotted = self.seeds.apply(runs, {run: run_spec(rows[run]) for run in shown})
-        self.plots.show(plotted, text="plots" in texts, references=lbfgs_references(rows, runs))
+        self.plots.show(plotted, text="plots" in texts, references={**lbfgs_references(rows, runs), **newton_rows_reference(runs)})
         self.positives.show(runs, text="positives" in texts)
         return runs
 
