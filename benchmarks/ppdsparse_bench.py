@@ -16,19 +16,18 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.dataset import Dataset
 from xcviz.data.presets import like
-from xcviz.data.registry import load_files
 from xcviz.models.sparse import SparseModel
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
 
+from shared import debian_files, load_debian
+
 THREADS = 2
-DEBIAN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "debian-tags"
 GENERATED = ("eurlex-4k", 0.25)  # preset and scale: 3,885 training rows, 998 labels, D 5,000
 # PPDSparse's settings compared: name -> parameters, each given in full (the default is squared hinge, lam 0.1)
 SETTINGS = {
@@ -43,7 +42,7 @@ SMALL = ("bibtex", "delicious")  # the problems `make bench` runs
 def problem(name: str) -> tuple[Dataset, Dataset]:
     """(train, test) of a bundled set, of debian-tags or of the generated EURLex-4K shape."""
     if name == "debian-tags":
-        return load_files(DEBIAN / "debian-tags_train.txt.gz", DEBIAN / "debian-tags_test.txt.gz")
+        return load_debian()
     if name == f"{GENERATED[0]} x {GENERATED[1]:g} (generated)":
         return like(GENERATED[0], GENERATED[1])
     return load(name)
@@ -54,7 +53,7 @@ def problems(which: str) -> list[str]:
     if which == "small":
         return list(SMALL)
     names = [*SMALL, f"{GENERATED[0]} x {GENERATED[1]:g} (generated)"]
-    return names + (["debian-tags"] if (DEBIAN / "debian-tags_train.txt.gz").exists() else [])
+    return names + (["debian-tags"] if debian_files() is not None else [])
 
 
 def _measure(fit, train: Dataset, test: Dataset, repeats: int) -> tuple[dict, SparseModel]:
