@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import xcviz
 from xcviz.data import load
 from xcviz.data.presets import like
-from xcviz.data.registry import load_files
 from xcviz.records.sinks import MemorySink
 from xcviz.runs.estimate import estimate
+
+from shared import load_debian
 
 THREADS = 2
 SAMPLE = 200
 TARGET = 0.25  # the largest relative error of the predicted seconds
-DEBIAN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "debian-tags"
 CASES = (("bibtex", "dismec", {"init": "msi"}), ("bibtex", "ppdsparse", {}),
          ("delicious", "dismec", {"init": "msi"}), ("delicious", "ppdsparse", {}),
          ("debian-tags", "dismec", {"init": "msi"}), ("debian-tags", "ppdsparse", {}),
@@ -35,9 +34,8 @@ CASES = (("bibtex", "dismec", {"init": "msi"}), ("bibtex", "ppdsparse", {}),
 def _train_split(name: str):
     """The training split of a case's data set (None when debian-tags is not on this machine)."""
     if name == "debian-tags":
-        if not DEBIAN.exists():
-            return None
-        return load_files(DEBIAN / "debian-tags_train.txt.gz", DEBIAN / "debian-tags_test.txt.gz")[0]
+        pair = load_debian()
+        return None if pair is None else pair[0]
     if " x" in name:
         preset, scale = name.split(" x")
         return like(preset, float(scale))[0]

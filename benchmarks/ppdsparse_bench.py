@@ -19,22 +19,19 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
+
+from shared import DEBIAN_NAME, debian_files, load_debian, shared_dir
+from targets import target_rows
 
 from xcviz import metrics
 from xcviz.data import load
 from xcviz.data.dataset import Dataset
-from xcviz.data.folders import data_dirs, find_training_file
 from xcviz.data.presets import like
-from xcviz.data.registry import load_files
 from xcviz.models.sparse import SparseModel
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
 
-from targets import target_rows
-
 THREADS = 2
-DEBIAN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "debian-tags"
 GENERATED = ("eurlex-4k", 0.25)  # preset and scale: 3,885 training rows, 998 labels, D 5,000
 # PPDSparse's settings compared: name -> parameters, each given in full (the default is squared hinge, lam 0.1)
 SETTINGS = {
@@ -50,18 +47,10 @@ SPEED_UPS = {"Newton, zero": (4.0, "Newton from zero"), "Newton, msi": (1.5, "Ne
 PK_SHORTFALL, NNZ_SHARE = 0.5, 0.67  # the issue's 2/3, as the table prints it
 
 
-def debian_tags() -> Path | None:
-    """debian-tags' training file: in a folder of $XCVIZ_DATA_DIRS, else in ../shared/data/debian-tags
-    beside the repository; None when neither has it."""
-    found = find_training_file("debian-tags", [*data_dirs(), str(DEBIAN)])
-    return Path(found) if found else None
-
-
 def problem(name: str) -> tuple[Dataset, Dataset]:
     """(train, test) of a bundled set, of debian-tags or of the generated EURLex-4K shape."""
     if name == "debian-tags":
-        train = debian_tags()
-        return load_files(train, train.with_name(train.name.replace("_train", "_test")))
+        return load_debian()
     if name == f"{GENERATED[0]} x {GENERATED[1]:g} (generated)":
         return like(GENERATED[0], GENERATED[1])
     return load(name)
@@ -71,7 +60,7 @@ def problems(which: str) -> list[str]:
     """The problem names `--problems` selects that are available: small (Bibtex, Delicious), bench (`make
     bench`'s: those and debian-tags) or all (and the generated EURLex-4K shape)."""
     names = [*SMALL, *([f"{GENERATED[0]} x {GENERATED[1]:g} (generated)"] if which == "all" else [])]
-    return names + (["debian-tags"] if which != "small" and debian_tags() is not None else [])
+    return names + (["debian-tags"] if which != "small" and debian_files() is not None else [])
 
 
 def _measure(fit, train: Dataset, test: Dataset, repeats: int) -> tuple[dict, SparseModel]:
@@ -137,8 +126,7 @@ def targets(rows: dict | None) -> list[str]:
             "debian-tags: PPDSparse (default) model nnz / Newton MSI's"]
     bounds = [(bound, "x") for bound, _ in SPEED_UPS.values()] + [(PK_SHORTFALL, " max"), (NNZ_SHARE, " max")]
     if rows is None:
-        missing = (f"debian-tags not found (no debian-tags_train.txt, .gz or .xz in $XCVIZ_DATA_DIRS or {DEBIAN}): "
-                   "skipped")
+        missing = f"debian-tags not found (no {DEBIAN_NAME}_train.txt.gz in {shared_dir() / 'data' / DEBIAN_NAME}): skipped"
         return target_rows([(w, None, bound, kind, missing) for w, (bound, kind) in zip(what, bounds)], heading)
     ppd, hinge, msi = rows[f"PPDSparse, {DEFAULT}"], rows["PPDSparse, hinge, lam 0.1"], rows["Newton, msi"]
     values = [rows[newton]["seconds"] / ppd["seconds"] for newton in SPEED_UPS]

@@ -26,7 +26,7 @@ def reference(bibtex):
     scores = np.asarray(l2_normalize(test.X) @ W.T) + b[None, :]
     topk = np.argsort(-scores, axis=1, kind="stable")[:, :5]
     W_opt, b_opt = liblinear_ova(X, train.Y, "-s 2 -c 1 -e 0.0001 -B 1 -R")
-    return {"X": X, "objective": squared_hinge_objective(X, train.Y, W, b),
+    return {"X": X, "W": W, "b": b, "objective": squared_hinge_objective(X, train.Y, W, b),
             "optimum": squared_hinge_objective(X, train.Y, W_opt, b_opt),
             "p@k": [100 * metrics.precision_at_k(test.Y, topk, k) for k in (1, 3, 5)]}
 
@@ -34,6 +34,13 @@ def reference(bibtex):
 @pytest.mark.slow
 def test_liblinear_reference_matches_the_measured_figures(reference):
     np.testing.assert_allclose(reference["p@k"], [63.90, 38.81, 28.02], atol=0.05)
+
+
+def test_liblinear_reference_on_two_threads_gives_the_same_weights(bibtex, reference):
+    """The loop on 2 threads (each with its own problem) trains every label as the 1-thread loop does."""
+    W, b = liblinear_ova(reference["X"], bibtex[0].Y, threads=2)
+    np.testing.assert_array_equal(W, reference["W"])
+    np.testing.assert_array_equal(b, reference["b"])
 
 
 @pytest.mark.parametrize("init", ["zero", "bias", "ovap", "msi"])
