@@ -59,7 +59,7 @@ class UploadPanel:
         where = ("the first data folder" if self.folder is not None else
                  "a data folder: start the server with <code>--data-dir FOLDER</code> to upload")
         self.help = pn.pane.HTML(
-            f"<b>Your own data</b>: a LIBSVM or XC file (plain, .gz or .xz, up to {MAX_UPLOAD_MB} MB), kept in "
+            f"<strong>Your own data</strong>: a LIBSVM or XC file (plain, .gz or .xz, up to {MAX_UPLOAD_MB} MB), kept in "
             f"{where}. Name a test file after its training file (<code>mine_test.txt</code> after "
             "<code>mine_train.txt</code>).", width=width, styles={"font-size": "12px"})
 
