@@ -191,16 +191,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_generate_like(args: argparse.Namespace) -> int:
-    """`xcviz generate PREFIX --like NAME [--scale S]`: a preset shaped like a published data set."""
+    """`xcviz generate PREFIX --like NAME [--scale S] [--labels K]`: a preset shaped like a published data
+    set (or one of ours, presets.VARIANTS)."""
     from .data.presets import like, scaled
     from .data.textio import write_xc
     from ._util.memory_check import check_fits
 
-    shape = scaled(args.like, args.scale)
+    shape = scaled(args.like, args.scale, args.labels)
     check_fits(f"generating --like {args.like} --scale {args.scale:g}",
                generate_bytes(shape.n_train + shape.n_test, min(shape.avg_nnz, shape.d) + shape.avg_labels),
                "choose a smaller --scale")
-    for part, suffix in zip(like(args.like, args.scale, seed=args.seed), ("train", "test")):
+    for part, suffix in zip(like(args.like, args.scale, seed=args.seed, labels=args.labels), ("train", "test")):
         write_xc(f"{args.prefix}_{suffix}.txt", part)
         print(f"wrote {args.prefix}_{suffix}.txt: {part.n} rows, {part.n_features} features, {part.n_labels} labels")
     return 0
@@ -729,7 +730,9 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="write a synthetic XMC problem as PREFIX_train.txt and PREFIX_test.txt")
     p.add_argument("prefix", help="where to write: PREFIX_train.txt and PREFIX_test.txt (XC text)")
     p.add_argument("--like", help="eurlex-4k | wiki10-31k | amazoncat-13k | amazon-670k | wikilshtc-325k | lshtc1: "
-                   "that XC repository set's shape and statistics (docs/data.md); other options but --seed are ignored")
+                   "that XC repository set's shape and statistics (docs/data.md); lshtc1-margin: LSHTC1's shape with "
+                   "classes told from their siblings by their own words (the margin class matters); other options but "
+                   "--seed and --labels (K labels instead of the scaled ones) are ignored")
     p.add_argument("--scale", type=float, default=1.0, help="with --like: share of its rows and labels (default 1)")
     p.add_argument("--n", type=int, help="instances (train + test; required without --like)")
     p.add_argument("--d", type=int, help="features (required without --like)")
