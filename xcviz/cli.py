@@ -447,15 +447,24 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from .data.registry import resolve
     from .engine.threads import max_threads
     from .runs.estimate import estimate
+    from .runs.estimate_slice import estimate_slice
+    from .solvers import get_solver
 
     spec = _read_spec(args.spec).validate()
     if not 1 <= args.sample <= 100_000:
         raise ValueError(f"--sample must be from 1 to 100000 labels, not {args.sample}")
     if any(not 1 <= p <= 1_000_000 for p in args.workers):
         raise ValueError("--workers must be from 1 to 1000000")
+    multiclass = get_solver(spec.solver).multiclass
+    if multiclass and args.workers:
+        raise ValueError(f"--workers predicts one-vs-all blocks on Dask workers; {spec.solver} trains all classes "
+                         "at once, and its estimate is for threads only")
     train, _ = resolve(spec.dataset, spec.test)
     threads = spec.threads or max_threads()
-    result = estimate(train, spec.solver, spec.params, threads, sample=args.sample, workers=tuple(args.workers))
+    if multiclass:
+        result = estimate_slice(train, spec.solver, spec.params, threads, share=args.slice)
+    else:
+        result = estimate(train, spec.solver, spec.params, threads, sample=args.sample, workers=tuple(args.workers))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -463,7 +472,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             ("peak_rss_mb", _fmt(result["peak_rss_mb"])), ("model_nnz", f"{result['model_nnz']:,}"),
             ("record_count", f"{result['record_count']:,}")]
     rows += [(f"on {p} Dask workers", f"{_fmt(s)} s") for p, s in result.get("workers_seconds", {}).items()]
-    rows.append(("from", f"{result['sampled_labels']} labels trained in {_fmt(result['sample_seconds'])} s"))
+    rows.append(("from", f"{result['slice_steps']} of {result['total_steps']} steps trained in "
+                         f"{_fmt(result['slice_seconds'])} s" if multiclass else
+                         f"{result['sampled_labels']} labels trained in {_fmt(result['sample_seconds'])} s"))
     print(_table(rows))
     return 0
 
@@ -772,11 +783,15 @@ def build_parser(solver_options: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("launch", parents=[home], help="start a background run from a spec file; prints its id")
     p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
     p.set_defaults(func=cmd_launch)
-    p = sub.add_parser("estimate", help="predict a one-vs-all run's seconds, peak memory, model size and records "
-                       "from a stratified sample of its labels")
+    p = sub.add_parser("estimate", help="predict a run's seconds, peak memory, model size and records: a "
+                       "one-vs-all run's from a stratified sample of its labels, a multiclass run's from a slice of "
+                       "its steps")
     p.add_argument("spec", help="a run spec file (JSON), as `xcviz spec` prints")
     p.add_argument("--sample", type=int, default=200, help="labels to train, drawn alike from ten groups by "
                                                           "positives (default 200)")
+    p.add_argument("--slice", type=float, default=0.05, metavar="SHARE",
+                   help="a multiclass run (memoir, ldgs, dsmlr): the share of its steps to train, at least 3 "
+                        "(default 0.05)")
     p.add_argument("--workers", type=int, action="append", default=[], metavar="P",
                    help="also predict the seconds on P Dask workers (repeatable), by the cost model")
     p.add_argument("--json", action="store_true", help="print one JSON line with the keys of `train --json`")

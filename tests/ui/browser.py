@@ -28,6 +28,7 @@ def browser_page(width: int = 1100, height: int = 900):
     _open_pages.append(browser)
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    page.set_default_navigation_timeout(90_000)  # a page load waits on the server's first build, slow under load
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -1,5 +1,6 @@
-"""The launch panel's Estimate (issue 39, item 2): each selected one-vs-all variant estimated in a
-child process, shown as a table; refusals and a child's failure said, escaped; a stop kills the
+"""The launch panel's Estimate (issue 39, item 2): each selected variant estimated in a child process
+(one-vs-all from a sample of labels, multiclass from a slice of steps), shown as a table; a child's
+failure said, escaped; a stop kills the
 child. In chromium: a click on the served page shows the estimates."""
 import re
 import time
@@ -43,10 +44,19 @@ def test_the_estimates_of_every_label_match_the_trained_model(tmp_path):
     panel.close()
 
 
-def test_a_multiclass_variant_is_refused_with_the_reason():
+@pytest.mark.slow
+def test_a_multiclass_variant_is_estimated_from_a_slice_of_its_steps():
+    """MEMOIR on Bibtex, 2 epochs of 10 batches: the slice trains 3, and the table shows the run's
+    records (one a batch and the first, 21) and no Dask column's value (threads only)."""
     panel = EstimatePanel(260)
-    panel.start([RunSpec(dataset="bibtex", solver="memoir", threads=1).validate()])
-    assert panel._child is None and "memoir trains all classes at once" in panel.result.object
+    panel.start([RunSpec(dataset="bibtex", solver="memoir", params={"epochs": 2}, threads=1,
+                         name="bibtex-memoir").validate()])
+    assert "training a slice of its steps" in panel.result.object
+    _wait(panel)
+    cells = re.findall(r"<td>([^<]*)</td>", panel.result.object)
+    assert cells[0] == "bibtex-memoir" and cells[2] == "" and cells[5] == "21", panel.result.object
+    assert "first 5% of its steps" in panel.result.object
+    panel.close()
 
 
 def test_names_are_escaped_and_seconds_read_as_people_read_them():

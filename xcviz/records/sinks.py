@@ -59,6 +59,16 @@ class MemorySink:
     def end(self, summary: dict) -> None:
         self.summary = dict(summary)
 
+    def count(self, kind: str) -> int:
+        """How many records of `kind` it holds (without building their frame)."""
+        return sum(len(next(iter(b.values()), ())) for b in self._blocks.get(kind, []))
+
+    def last(self, kind: str, field: str):
+        """The `field` of the last record of `kind` (None if there is none or it lacks the field)."""
+        blocks = self._blocks.get(kind, [])
+        column = blocks[-1].get(field) if blocks else None
+        return None if column is None or len(column) == 0 else column[-1].item()
+
     def frame(self, kind: str) -> pd.DataFrame:
         import pandas as pd
 

@@ -19,19 +19,11 @@ from ..data.dataset import Dataset
 from ..records.sinks import MemorySink
 from ..solvers import get_solver, make_params
 from .costmodel import list_schedule, predict_makespan
+from .memory import memory_kb, reset_peak
 
 SAMPLE = 200   # labels trained for an estimate
 STRATA = 10    # groups of labels by positives, each sampled alike
 MODEL_ENTRY_BYTES = 12  # a stored weight: an 8-byte value and a 4-byte feature index
-
-
-def _memory_kb(field: str) -> int:
-    """This process's VmRSS or VmHWM in kB (Linux /proc/self/status)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise OSError(f"/proc/self/status has no {field}")
 
 
 def stratified_sample(n_pos: np.ndarray, sample: int, strata: int = STRATA, seed: int = 0) -> list[np.ndarray]:
@@ -69,15 +61,14 @@ def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample:
     n_pos = np.diff(train.Y.tocsc().indptr)
     groups = stratified_sample(n_pos, sample, seed=seed)
     drawn = np.sort(np.concatenate([d for _, d in groups]))
-    resident = _memory_kb("VmRSS")
-    with open("/proc/self/clear_refs", "w") as refs:  # resets VmHWM: the peak of the sample's training alone
-        refs.write("5")
+    resident = memory_kb("VmRSS")
+    reset_peak()  # the peak of the sample's training alone
     sink = MemorySink()
     start = time.perf_counter()
     model = family.fit(train.X, train.Y[:, drawn].tocsr(), make_params(solver, **params), threads=threads,
                        recorder=sink)
     wall = time.perf_counter() - start - model.info.get("compile_seconds", 0.0)  # kernels load once a process
-    added = max(0, _memory_kb("VmHWM") - resident)
+    added = max(0, memory_kb("VmHWM") - resident)
     records = sink.labels.sort_values("label")
     sampled = records["label"].to_numpy()
     stored = np.diff(model.weights.indptr)[sampled] + (model.bias_weights[sampled] != 0)  # as model.nnz counts

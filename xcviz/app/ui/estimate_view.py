@@ -1,8 +1,9 @@
-"""The launch panel's Estimate: before a long one-vs-all run, what `xcviz estimate` predicts for
+"""The launch panel's Estimate: before a long run, what `xcviz estimate` predicts for
 each selected variant (seconds on the page's threads and on Dask workers, peak memory, model
 non-zeros, records), issue 39.
 
-Each estimate trains a stratified sample of the labels (`runs.estimate`), which takes seconds to a
+Each estimate trains a stratified sample of the labels (`runs.estimate`; a multiclass run: a slice of its
+steps, `runs.estimate_slice`), which takes seconds to a
 minute, so it runs in a child process of its own (`python -m xcviz.cli estimate SPEC --json`), one
 variant after the other, and the page polls it with its refresh: the server stays responsive and a
 new click or a page closed stops what is left. The spec goes to the child in a private file; the
@@ -54,8 +55,9 @@ class EstimatePanel:
 
     def __init__(self, width: int) -> None:
         self.button = pn.widgets.Button(label="Estimate first", width=width, description=(
-            f"Train {SAMPLE} labels of each selected variant (one-vs-all solvers) and predict the whole run's time "
-            f"on these threads and on {WORKERS} Dask workers, its peak memory, model size and records."))
+            f"Train {SAMPLE} labels of each selected variant (one-vs-all solvers; a slice of the steps of a "
+            f"multiclass one) and predict the whole run's time on these threads and on {WORKERS} Dask workers "
+            "(one-vs-all), its peak memory, model size and records."))
         self.result = pn.pane.HTML("", width=width, visible=False, styles={"font-size": "12px"})
         self._queue: list[RunSpec] = []
         self._done: list[tuple[str, dict]] = []
@@ -66,11 +68,6 @@ class EstimatePanel:
     def start(self, specs: list[RunSpec]) -> None:
         """Estimate these runs, one after the other (what a last click left running is stopped)."""
         self.stop()
-        multiclass = sorted({s.solver for s in specs if SOLVERS[s.solver].multiclass})
-        if multiclass:
-            self.say(f"An estimate trains a sample of the labels of a one-vs-all solver (dismec, ppdsparse); "
-                     f"{', '.join(multiclass)} trains all classes at once.")
-            return
         self._queue, self._done, self._threads = list(specs), [], specs[0].threads or 1
         self._next()
 
@@ -111,8 +108,9 @@ class EstimatePanel:
     def _next(self) -> None:
         table = estimate_rows(self._done, self._threads) if self._done else ""
         if not self._queue:
-            self.say("", table + f"<div>From {SAMPLE} labels each, drawn alike from ten groups by positives "
-                     "(<code>xcviz estimate</code>).</div>")
+            self.say("", table + f"<div>One-vs-all: from {SAMPLE} labels each, drawn alike from ten groups by "
+                     "positives; multiclass: from the first 5% of its steps, an upper bound where a run stops at its "
+                     "tolerance sooner (<code>xcviz estimate</code>).</div>")
             return
         spec = self._queue.pop(0)
         self._folder = self._folder or Path(tempfile.mkdtemp(prefix="xcviz-estimate-"))
@@ -120,12 +118,13 @@ class EstimatePanel:
         path.write_text(spec.to_json())
         out = path.with_suffix(".out")
         with open(out, "wb") as stdout, open(path.with_suffix(".err"), "wb") as stderr:
+            workers = [] if SOLVERS[spec.solver].multiclass else ["--workers", str(WORKERS)]
             proc = subprocess.Popen([sys.executable, "-m", "xcviz.cli", "estimate", str(path), "--json",
-                                     "--sample", str(SAMPLE), "--workers", str(WORKERS)],
+                                     "--sample", str(SAMPLE), *workers],
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, close_fds=True)
         self._child = (spec, proc, out)
-        self.say("", table + f"<div>Estimating {html.escape(spec.name or spec.solver)}: training {SAMPLE} of its "
-                 "labels...</div>")
+        what = "a slice of its steps" if SOLVERS[spec.solver].multiclass else f"{SAMPLE} of its labels"
+        self.say("", table + f"<div>Estimating {html.escape(spec.name or spec.solver)}: training {what}...</div>")
 
     def say(self, error: str, html_text: str = "") -> None:
         """Show an error (escaped, in red), or else this HTML (built from escaped parts); with
