@@ -25,9 +25,8 @@ import numpy as np
 
 from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
-from ldgs_bench import bench_ldgs
+from ldgs_bench import bench_ldgs, bench_many_rows, render_many_rows
 from ldgs_bench import render as render_ldgs
-from ldgs_bench import bench_many_rows, render_many_rows
 from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
 from peers import bench_peers
