@@ -392,8 +392,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate", "dismecpp",
-                                           "dismec",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate",
+                                           "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
