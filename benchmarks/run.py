@@ -25,7 +25,7 @@ import numpy as np
 
 from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
-from ldgs_bench import bench_ldgs
+from ldgs_bench import bench_ldgs, bench_many_rows, render_many_rows
 from ldgs_bench import render as render_ldgs
 from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
@@ -341,6 +341,18 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
                       lambda m: m.group(1) + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), old[:start], count=1)
         out.write_text(head + "\n".join(lines) + "\n" + old[end:])
         return
+    if name == "ldgs-rows":  # LDGS's many-rows subsection and its target line, in place (else before its Targets)
+        lines, check = render_many_rows(bench_many_rows())
+        old = out.read_text()
+        ldgs = old.index("## LDGS: gradient estimators")
+        targets = old.index("### Targets", ldgs)
+        start = old.find("### Many rows", ldgs, targets)
+        start = targets if start < 0 else start
+        tail = old[targets:]
+        tail = re.sub(r"\n- many rows \(.*", "", tail, count=1)
+        tail = tail.replace("### Targets\n\n", "### Targets\n\n" + check + "\n", 1)
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
+        return
     if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
         before = _load()
         lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {_load()} after")
@@ -380,8 +392,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "memoir", "dsmlr", "dashboard", "dask", "estimate", "dismecpp",
-                                           "dismec",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate",
+                                           "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()

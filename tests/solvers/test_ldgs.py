@@ -6,6 +6,8 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xcviz.api import evaluate
 from xcviz.cli import main
@@ -381,3 +383,87 @@ def test_the_kernels_load_before_the_training_clock_starts(monkeypatch):
     ds = generate(200, 50, 20, multiclass=True, seed=1)
     model = fit_ldgs(ds.X, ds.Y, LdgsParams(epochs=1, dim=8), threads=1)
     assert model.info["train_seconds"] < 0.9
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), K=st.integers(2, 120), h=st.integers(2, 12), blocks=st.integers(1, 3),
+       clusters=st.integers(1, 16), k=st.integers(1, 10), sigma=st.floats(0.0, 2.0))
+def test_the_reduction_ranks_by_inner_product_when_every_cluster_is_probed(seed, K, h, blocks, clusters, k, sigma):
+    """The MIPS-to-cosine index (reduction cosine, the default) probed exhaustively returns each
+    block's true top k by inner product, with those scores, whatever the norms (log-normal, the
+    longest far above M = 1.1 x the median: those rows are clamped onto the sphere and must still be
+    found); and its reduced rows rank by inner product themselves: a row within M is w / M with
+    sqrt(1 - ||w||^2 / M^2) appended, so its cosine with the query (q, 0) is <w, q> / (M ||q||)."""
+    blocks = min(blocks, h)
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(K, h)) * rng.lognormal(0.0, sigma, K)[:, None]
+    phi = rng.normal(size=(5, h))
+    k = min(k, K)
+    bounds = block_bounds(h, blocks)
+    index = BlockSphericalIndex(W, bounds, clusters, clusters, 3, seed)
+    S, V, _, _ = index.search(phi, k)
+    for j, b in enumerate(index.blocks):
+        exact = phi[:, b.lo:b.hi] @ W[:, b.lo:b.hi].T
+        best = -np.sort(-exact, axis=1)[:, :k]
+        np.testing.assert_allclose(-np.sort(-V[:, j], axis=1), best, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(V[:, j], np.take_along_axis(exact, S[:, j], axis=1), rtol=1e-9, atol=1e-12)
+        inside = b.norms <= b.bound
+        np.testing.assert_allclose(b.unit[inside, :-1] * b.bound, W[inside, b.lo:b.hi], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(np.linalg.norm(b.unit, axis=1), 1.0, rtol=1e-9)
+
+
+def test_the_gradient_error_is_the_batchs_ratio_of_norms_by_hand(monkeypatch):
+    """On a tiny problem (one record, 8 diagnostic rows, K = 30), `gradient_error` equals
+    ||g~ - g|| / ||g|| computed by hand from the exact and the mips gradients of the diagnostic rows
+    at the recorded W, and `gradient_error_row_mean` the mean of the per-row ratios."""
+    from xcviz.engine.ldgs import exact_loss_grad
+    from xcviz.solvers.ldgs import solver
+
+    seen = {}
+    measure = solver._Diagnostics.measure
+
+    def spy(self, W, embed, estimators, trained):
+        seen.update(W=W.copy(), phi=embed(self.rows), pos=self.pos, mips=estimators["mips"])
+        return measure(self, W, embed, estimators, trained)
+
+    monkeypatch.setattr(solver._Diagnostics, "measure", spy)
+    train, _ = split(generate(60, 40, 30, multiclass=True, seed=3), 0.2, seed=0)
+    sink = MemorySink()
+    fit_ldgs(train.X, train.Y, LdgsParams(gradient="mips", epochs=1, dim=8, records_per_epoch=1, sample_size=8,
+                                          retrieve=3, clusters=4, probes=1), threads=1, recorder=sink)
+    W, phi, (ptr, idx) = seen["W"], seen["phi"], seen["pos"]
+    grad, value, level = np.empty((phi.shape[0], W.shape[0])), np.empty(phi.shape[0]), np.empty(phi.shape[0])
+    exact_loss_grad(phi @ W.T, ptr, idx, MARGIN, 1.0, grad, value, level)
+    est = seen["mips"](np.ascontiguousarray(phi), ptr, idx, _clock())
+    estimate = _dense(est, W.shape[0])[:phi.shape[0]]
+    rows = np.linalg.norm(estimate - grad, axis=1) / np.linalg.norm(grad, axis=1)
+    last = sink.iterations.iloc[-1]
+    assert 0 < last["gradient_error"] < 10
+    assert last["gradient_error"] == pytest.approx(np.linalg.norm(estimate - grad) / np.linalg.norm(grad), rel=1e-9)
+    assert last["gradient_error_row_mean"] == pytest.approx(np.nanmean(rows), rel=1e-9)
+
+
+@pytest.mark.parametrize("argv, reduction, bound", [((), "cosine", True), (("--reduction", "none"), "none", False)])
+def test_the_reduction_option_switches_both_indexes(monkeypatch, argv, reduction, bound):
+    """`--reduction` (generated from LdgsParams like every parameter) chooses what the mips and
+    decomp indexes cluster: cosine (the default) builds reduced rows with a norm bound M > 0, none the
+    former directions index (M = 0)."""
+    from xcviz.cli import _solver_params, build_parser
+    from xcviz.solvers import make_params
+    from xcviz.solvers.ldgs import solver
+
+    built = []
+
+    class Recording(BlockSphericalIndex):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    monkeypatch.setattr(solver, "BlockSphericalIndex", Recording)
+    args = build_parser().parse_args(["train", "any", "--solver", "ldgs", *argv])
+    params = make_params("ldgs", **_solver_params(args), epochs=1, dim=8, records_per_epoch=1, sample_size=10)
+    train, _ = split(generate(60, 40, 30, multiclass=True, seed=3), 0.2, seed=0)
+    fit_ldgs(train.X, train.Y, params, threads=1)
+    assert params.reduction == reduction and len(built) in (2, 4)  # mips's and decomp's (and the warm-up's)
+    assert all(index.reduction == reduction for index in built)
+    assert all((b.bound > 0) == bound and b.unit.shape[1] == b.hi - b.lo + bound for i in built for b in i.blocks)

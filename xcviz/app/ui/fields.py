@@ -67,7 +67,8 @@ FIELDS: dict[str, Field] = {
     "p_at_5": Field("P@5 (sample, %)", False, "percent"),
     "search_recall_mips": Field("mips search recall", False, "share"),
     "search_recall_decomp": Field("decomp search recall", False, "share"),
-    "gradient_error": Field("gradient relative l2 error (batch)", True),
+    "gradient_error": Field("gradient relative l2 error (batch)", True),  # ||g~ - g|| / ||g|| over the sample
+    "gradient_error_row_mean": Field("gradient relative l2 error (row mean)", True),  # mean of per-row ratios
     # one-vs-all runs on the wall-time axis (runs.aggregate.RunAggregate): labels finished by then
     "labels_done": Field("labels done", False),
     "gradient_cosine": Field("gradient cosine vs exact", False),

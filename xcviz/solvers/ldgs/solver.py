@@ -46,7 +46,7 @@ ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective
 # the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, training-sample
 # twins of the plotted test metrics, bookkeeping
 UNPLOTTED = ("wall", "elapsed", "epoch", "batch", "eta", "train_accuracy", "train_p_at_1", "search_recall",
-             "gradient_error_row_mean", "certified_mips", "reindex_seconds", "diagnostic_seconds")
+             "certified_mips", "reindex_seconds", "diagnostic_seconds")
 CLOCK = ("query_seconds", "rescore_seconds", "message_seconds", "update_seconds", "reindex_seconds")
 DIAGNOSTIC_CHUNK = 64
 BATCH_DIVERGED = 1e3  # a batch whose mean loss exceeds this multiple of the first batch's (at least 1) has diverged
