@@ -293,8 +293,7 @@ def async_worker(p, indptr, indices, data, lab_ptr, lab_idx, b, row_order, row_p
             continue
         t1 = monotonic_ns()
         idle_ns[p] += t1 - t_wait
-        if tail - head > queue_seen[p]:
-            queue_seen[p] = tail - head
+        queue_seen[p] = max(queue_seen[p], tail - head)
         c = queue[p, head % cap]
         heads[p] = head + 1
         step = step0 / np.sqrt(epochs_done[p] + 1.0)

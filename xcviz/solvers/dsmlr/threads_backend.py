@@ -83,7 +83,7 @@ class ThreadAsync:
         self.cond = threading.Condition()
         self.parked = 0
         self.ended = 0
-        self.errors: list[BaseException] = []
+        self.errors: list[Exception] = []
         self.threads = [threading.Thread(target=self._work, args=(w,), name=f"dsmlr-async-{w}", daemon=True)
                         for w in range(n_workers)]
         self.started = False
@@ -111,7 +111,7 @@ class ThreadAsync:
                     self.cond.notify_all()
                     self.cond.wait_for(lambda: self.control[0] != K_.PAUSE)
                     self.parked -= 1
-        except BaseException as exc:  # handed to the driver by `wait_for`
+        except Exception as exc:  # noqa: BLE001 (any failure is handed to the driver by `wait_for`)
             self.errors.append(exc)
         finally:
             with self.cond:
