@@ -31,7 +31,10 @@ PROBLEMS = {
     # lambda 1e-4, the solver's default: at 1e-3 its optimum lay 1.56% under the start W = 0 (log K)
     # and every mode was within 1% after one outer iteration, on a problem with nothing to learn
     "synthetic K=5000": ({"n": 10_000, "d": 2_000, "labels": 5_000}, 1e-4, 1500.0, 40, 300.0),
+    # issue 41: the barrier-free async against LC with K >= 10,000 (`crossover`: each mode stops at 1%)
+    "synthetic K=10000": ({"n": 6_250, "d": 1_000, "labels": 10_000}, 1e-4, 1500.0, 40, 100.0),
 }
+CROSSOVER = "synthetic K=10000"  # run by bench_crossover only, each mode stopped once it reaches TARGET
 TARGET = 0.01
 # the sharded-data comparison: generator arguments, parts, sync parameters
 SHARDED = ({"n": 200_000, "d": 1_000, "labels": 20}, 4, {"epochs": 2, "grid": 8, "lam": 1e-3, "alpha": 1500.0})
@@ -68,8 +71,9 @@ def _peak_mb() -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
 
 
-def run_one(problem: str, mode: str) -> dict:
-    """Train one mode (in this process) with its time budget; returns its (wall, objective) curve."""
+def run_one(problem: str, mode: str, stop_at: float | None = None) -> dict:
+    """Train one mode (in this process) with its time budget, or until its objective is at most
+    `stop_at` (when given); returns its (wall, objective) curve."""
     import numpy as np
 
     from xcviz.api import evaluate
@@ -86,7 +90,7 @@ def run_one(problem: str, mode: str) -> dict:
     before = _rss_mb()
     t0 = time.monotonic()
     model = fit_dsmlr(train.X, train.Y, DsmlrParams(**params), threads=THREADS, recorder=sink,
-                      stop=lambda: time.monotonic() - t0 > budget)
+                      stop=lambda: time.monotonic() - t0 > budget or _reached(sink, stop_at))
     peak = _peak_mb()
     it = sink.frame("iteration").groupby("iteration").first()
     X = train.X
@@ -284,8 +288,16 @@ def render_sharded(r: dict) -> list[str]:
     return lines + [""]
 
 
-def _child(problem: str, mode: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, problem, mode], capture_output=True, text=True)
+def _reached(sink, level: float | None) -> bool:
+    """Whether the last record's objective is at most `level` (never, without one)."""
+    if level is None:
+        return False
+    frame = sink.frame("iteration")
+    return bool(len(frame)) and float(frame["objective"].iloc[-1]) <= level
+
+
+def _child(problem: str, mode: str, stop_at: float | None = None) -> dict:
+    out = subprocess.run([sys.executable, __file__, problem, mode, json.dumps(stop_at)], capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -301,13 +313,45 @@ def time_to(r: dict, level: float) -> float | None:
 
 def bench_dsmlr() -> dict:
     results = {}
-    for problem in PROBLEMS:
+    for problem in (name for name in PROBLEMS if name != CROSSOVER):
         results[problem] = {}
         for mode in MODES:  # L-BFGS first: its optimum is every mode's target
             print(f"  dsmlr {problem} {mode} ...", file=sys.stderr, flush=True)
             results[problem][mode] = _child(problem, mode)
     results["sharded"] = bench_sharded()
+    results["crossover"] = bench_crossover()
     return results
+
+
+def bench_crossover() -> dict:
+    """Issue 41: on CROSSOVER (K = 10,000), L-BFGS's optimum first, then async, sync and LC, each
+    stopped as soon as a record is within TARGET of it (or at its budget); with the load average."""
+    rows = {"lbfgs": _child(CROSSOVER, "lbfgs")}
+    level = rows["lbfgs"]["final"] * (1 + TARGET) if "final" in rows["lbfgs"] else None
+    for mode in ("async", "sync", "lc"):
+        print(f"  dsmlr {CROSSOVER} {mode} ...", file=sys.stderr, flush=True)
+        rows[mode] = _child(CROSSOVER, mode, level)
+    return {"rows": rows, "level": level, "load": os.getloadavg()}
+
+
+def render_crossover(r: dict) -> list[str]:
+    """The K = 10,000 table: seconds to 1% above L-BFGS's optimum and seconds per outer iteration,
+    which the cost model of docs/families/dsmlr.md turns into a crossover."""
+    gen, lam, alpha, _, budget = PROBLEMS[CROSSOVER]
+    rows, level = r["rows"], r["level"]
+    lines = [f"### {CROSSOVER}: async without a barrier against LC (issue 41)", "",
+             f"`generate(n={gen['n']}, d={gen['d']}, labels={gen['labels']}, multiclass=True, zipf=0, avg_nnz=10)`, "
+             f"80/20 split, lambda {lam:g}, alpha {alpha:g}, G = 16, {THREADS} threads; each mode in its own process, "
+             f"stopped at its first record within 1% of the L-BFGS optimum or after {budget:.0f} s. Load average "
+             f"{r['load'][0]:.1f} / {r['load'][1]:.1f} (1 / 5 min) on 2 cores when it ended.", "",
+             "| mode | seconds to 1% | outer iterations run | s / iteration | last objective |", "|---|---|---|---|---|"]
+    for mode, x in rows.items():
+        if "error" in x:
+            lines.append(f"| {mode} | failed: {x['error']} | | | |")
+            continue
+        reach = time_to(x, level) if level is not None else None
+        lines.append(f"| {mode} | {_fmt(reach, x)} | {x['epochs']} | {x['epoch_seconds']:.2f} | {x['final']:.6f} |")
+    return lines + [""]
 
 
 def _fmt(seconds: float | None, r: dict) -> str:
@@ -324,6 +368,7 @@ def render(results: dict) -> list[str]:
              "jobs shared the machine and only the same-run ratios mean much.", ""]
     checks = []
     sharded = results.pop("sharded", None)
+    crossover = results.pop("crossover", None)
     for problem, rows in results.items():
         _, lam, alpha, _, _ = PROBLEMS[problem]
         best = rows.get("lbfgs", {}).get("final")
@@ -362,6 +407,8 @@ def render(results: dict) -> list[str]:
             checks.append(f"- {problem}: peak extra memory of sync {sync['peak_extra_mb']:.1f} MB vs data "
                           f"{sync['data_mb']:.1f} MB + 2 x W {2 * sync['w_mb']:.1f} MB = {bound:.1f} MB (target at most: "
                           f"{'met' if sync['peak_extra_mb'] <= bound else 'NOT met'})")
+    if crossover is not None:
+        lines += render_crossover(crossover)
     if sharded is not None:
         lines += render_sharded(sharded)
     lines += ["### Targets", ""] + checks + [""]
@@ -404,7 +451,9 @@ def rerun_limited(out: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--limited-into":  # python benchmarks/dsmlr_bench.py --limited-into BENCHMARKS.md
         rerun_limited(sys.argv[2])
+    elif sys.argv[1] == "--crossover":  # python benchmarks/dsmlr_bench.py --crossover: the K = 10,000 table only
+        print("\n".join(render_crossover(bench_crossover())))
     elif sys.argv[1] == "--driver":
         print(json.dumps(run_driver(sys.argv[2].split(","), sys.argv[3], *map(json.loads, sys.argv[4:7]))))
     else:
-        print(json.dumps(run_one(*sys.argv[1:3])))
+        print(json.dumps(run_one(*sys.argv[1:3], *map(json.loads, sys.argv[3:4]))))

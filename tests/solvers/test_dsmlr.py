@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from xcviz.runs.launcher import launch, wait
 from xcviz.records.sinks import MemorySink
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore, SqliteSink
-from xcviz.solvers.dsmlr.solver import ITER_FIELDS, DsmlrParams, fit_dsmlr
+from xcviz.solvers.dsmlr.solver import ITER_FIELDS, MODES, DsmlrParams, fit_dsmlr
 
 CI = bool(os.environ.get("CI"))
 
@@ -80,10 +81,14 @@ def test_the_default_step_fits_small_data_and_a_step_too_large_fails_the_run_say
         model = fit_dsmlr(X, Y, DsmlrParams(mode=mode), threads=2)
         assert model.info["alpha"] == 400.0 and model.info["objective"] < 1.25 * best < np.log(12)  # was 600
         sink = MemorySink()
-        with pytest.raises(ValueError, match=r"diverged in outer iteration 1: .*try --set alpha=100 \(it was 1e\+03\)"):
+        # async's first record comes when its slowest worker has finished one outer iteration or more
+        first = "1" if mode == "sync" else r"\d+"
+        with pytest.raises(ValueError, match=rf"diverged in outer iteration {first}: .*try --set alpha=100 \(it was 1e\+03\)"):
             fit_dsmlr(X, Y, DsmlrParams(mode=mode, alpha=1000.0), threads=2, recorder=sink)
         climbed = sink.frame("iteration").groupby("iteration")["objective"].first()
-        assert list(climbed.index) == [0, 1] and climbed[1] > 20 * climbed[0] == pytest.approx(20 * np.log(12))
+        assert climbed.iloc[-1] > 20 * climbed[0] == pytest.approx(20 * np.log(12))
+        assert (climbed.iloc[:-1] <= 20 * climbed[0]).all()  # the run failed at the first record of the climb
+        assert mode == "async" or list(climbed.index) == [0, 1]
 
 
 def test_the_default_step_is_1000_from_2000_rows_on():
@@ -105,15 +110,16 @@ def strongly_regularised():
 # (2)'s relative distance to L-BFGS's optimum after 40 outer iterations at lambda 0.5 and the default
 # alpha = N / 2: measured 0.96-1.66% (sync) and 1.68-1.91% (async) over seeds 0-2; lc's alternation
 # is exact per class and meets L-BFGS's optimum to rounding.
-LAM_HALF_BOUND = {"sync": 0.03, "async": 0.03, "lc": 1e-9}
+LAM_HALF_BOUND = {"sync": 0.03, "async": 0.03, "lc": 1e-9, "lbfgs": 1e-9}
 
 
-@pytest.mark.parametrize("mode", ["sync", "async", "lc"])
+@pytest.mark.parametrize("mode", MODES)
 def test_every_mode_trains_at_lambda_half_to_the_lbfgs_optimum(strongly_regularised, mode):
     """Issue 41: at lambda 0.5 every mode trains (lbfgs and lc used to be refused for the SGD step
     they never take) and reaches L-BFGS's optimum, strictly below the start log K."""
     X, Y, best = strongly_regularised
-    model = fit_dsmlr(X, Y, DsmlrParams(mode=mode, lam=0.5, epochs=40 if mode != "lc" else 5), threads=2)
+    epochs = {"sync": 40, "async": 40, "lc": 5, "lbfgs": 200}[mode]
+    model = fit_dsmlr(X, Y, DsmlrParams(mode=mode, lam=0.5, epochs=epochs), threads=2)
     assert best < np.log(10) - 0.05
     assert best * (1 - 1e-12) <= model.info["objective"] < best * (1 + LAM_HALF_BOUND[mode])
 
@@ -133,6 +139,78 @@ def test_the_step_check_bites_at_2n_for_the_sgd_modes_only(strongly_regularised)
         assert (given.weights != default.weights).nnz == 0 and given.info["objective"] == pytest.approx(best, rel=1e-9)
 
 
+def test_async_reaches_one_percent_of_the_lbfgs_optimum(strongly_regularised):
+    """The barrier-free async (each worker's own 1/sqrt(t) step) within 1% of L-BFGS's optimum:
+    measured 0.64% after 60 outer iterations at alpha 200 on 2 threads (deterministic for a given
+    thread count, so the measured number is the test's)."""
+    X, Y, best = strongly_regularised
+    model = fit_dsmlr(X, Y, DsmlrParams(mode="async", lam=0.5, alpha=200.0, epochs=60), threads=2)
+    assert best < model.info["objective"] < best * 1.01
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_async_is_the_same_model_run_after_run_for_a_given_thread_count(small, threads):
+    """With FIFO queues in a ring every worker meets the class blocks in one fixed periodic order,
+    and a worker's step and b depend only on its own count of blocks: the scheduler changes when
+    things happen, not what is computed. Recording (which pauses the workers at varying points)
+    does not change the model either; a different thread count does (other row blocks)."""
+    X, Y = small
+    p = DsmlrParams(mode="async", epochs=4, grid=4, alpha=100.0, lam=1e-3)
+    models = [fit_dsmlr(X, Y, p, threads=threads, recorder=sink) for sink in (None, MemorySink(), MemorySink())]
+    for other in models[1:]:
+        assert (models[0].weights != other.weights).nnz == 0
+        assert np.array_equal(models[0].bias_weights, other.bias_weights)
+
+
+def test_an_async_worker_finishes_an_outer_iteration_without_waiting_for_the_others(small):
+    """No barrier: with every class block in worker 0's queue, worker 0 alone (worker 1 never
+    started) updates all of them, refreshes its b and counts its outer iteration; then it waits
+    for blocks, which only worker 1 would send, until told to stop."""
+    import threading
+
+    from xcviz.engine import dsmlr as kernels
+    from xcviz.solvers.dsmlr.problem import State, prepare
+    from xcviz.solvers.dsmlr.threads_backend import ThreadAsync
+
+    X, Y = small
+    prob = prepare(X, Y, True, 1.0)
+    st = State(np.zeros((prob.n_classes, prob.dim)), np.ones(prob.n_classes), np.full(prob.n_rows, -np.log(12)))
+    engine = ThreadAsync(prob, st, 4, 2, 0, 0.1, 1e-3, 20.0, 3)
+    engine.queue[0, :4], engine.tails[:] = np.arange(4), (4, 0)
+    engine.heads[:] = 0
+    worker = threading.Thread(target=engine._work, args=(0,))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while engine.epochs_done[0] < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    engine.close()
+    worker.join()
+    rows0 = engine.order[engine.row_ptr[0]:engine.row_ptr[1]]
+    rows1 = engine.order[engine.row_ptr[1]:engine.row_ptr[2]]
+    assert engine.epochs_done.tolist() == [1, 0] and engine.counters["blocks"].tolist() == [4, 0]
+    assert (st.b[rows0] != -np.log(12)).all() and (st.b[rows1] == -np.log(12)).all()
+    assert engine.tails[1] == 4 and engine.control[0] == kernels.STOP  # the blocks wait in worker 1's queue
+
+
+BIBTEX_HALF_OPTIMUM = 5.0618  # L-BFGS's objective on Bibtex at lambda 0.5 (the slow test below computes it)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_cli_trains_every_mode_on_bibtex_at_lambda_half(capsys, mode):
+    """`xcviz train bibtex --solver dsmlr --mode M --lam 0.5` for every mode: lbfgs and lc used to
+    exit 2 with the SGD step's refusal, and sync and async at the default alpha (1000: a Bibtex row
+    has 28 labels, 1000 * 0.5 * 28 / 11616 >= 1) too; the default now keeps the decay at 1/2 or more.
+    Every mode ends within 1% of L-BFGS's optimum (5.0618, 0.14% under the start log 159: at
+    lambda 0.5 there is little to learn, and 3 SGD epochs end about 0.2% above it)."""
+    epochs = {"lbfgs": "30", "lc": "2"}.get(mode, "3")
+    code = main(["train", "bibtex", "--solver", "dsmlr", "--mode", mode, "--lam", "0.5", "--epochs", epochs,
+                 "--threads", "2", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert summary["mode"] == mode and summary["objective"] < BIBTEX_HALF_OPTIMUM * 1.01
+
+
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     """`xcviz` in a process of its own, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "xcviz.cli", *argv], capture_output=True, text=True, timeout=600)
@@ -142,7 +220,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
 def test_the_issue_41_command_trains_in_a_real_process():
     """`xcviz train bibtex --solver dsmlr --mode lc|lbfgs --lam 0.5` exited 2 with the SGD step's
     refusal. In a process of its own: lc and lbfgs train to L-BFGS's optimum of Bibtex at lambda 0.5
-    (5.0618, 4 L-BFGS iterations); sync at the default alpha = 1000 is refused (a row of Bibtex has
+    (5.0618, 4 L-BFGS iterations); sync at alpha = 1000 is refused (a row of Bibtex has
     28 labels: 1000 * 0.5 * 28 / 11616 >= 1) naming the fix, and at alpha = 800 trains to within 1%
     (measured 0.4% after 3 outer iterations)."""
     train, _ = load("bibtex")
@@ -154,7 +232,7 @@ def test_the_issue_41_command_trains_in_a_real_process():
         assert run.returncode == 0, run.stderr
         summary = json.loads(run.stdout.strip().splitlines()[-1])  # the summary rounds to 6 decimals
         assert summary["mode"] == mode and summary["objective"] == pytest.approx(best, abs=1e-6)
-    refused = _cli(*common, "--mode", "sync", "--epochs", "3")
+    refused = _cli(*common, "--mode", "sync", "--epochs", "3", "--alpha", "1000")
     assert refused.returncode == 2 and "decay 1 - eta K lam n_i" in refused.stderr and "lower alpha" in refused.stderr
     run = _cli(*common, "--mode", "sync", "--epochs", "3", "--alpha", "800")
     assert run.returncode == 0, run.stderr

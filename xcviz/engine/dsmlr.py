@@ -24,7 +24,7 @@ disjoint pairs at a time; each pair is computed by the same sequential code whic
 it, so the model does not depend on the thread count. Phase B's log-sum-exp is computed per class
 block and combined in class-block order, so that a distributed run that gets the partial sums from
 elsewhere (xcviz.solvers.dsmlr.distributed) gets the same numbers bit for bit. The `async` kernel is
-NOMAD-style and not deterministic.
+NOMAD-style: one call per worker thread, no barrier (async_worker).
 """
 import numpy as np
 from numba import njit, prange
@@ -247,71 +247,76 @@ def sync_epoch(indptr, indices, data, lab_ptr, lab_idx, b, row_order, row_ptr, c
     return clips.sum(), wall
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def async_epoch(indptr, indices, data, lab_ptr, lab_idx, b, row_order, row_ptr, class_ptr, V, scale, step, lam, clip,
-                queue, heads, tails, busy_ns, idle_ns, blocks_done, clips, queue_seen):
-    """One outer iteration of Algorithm 2 (NOMAD-style) on P = len(row_ptr) - 1 workers.
+# async_worker's control word (control[0], set by the driver, read atomically by the workers) and
+# its return values
+RUN, PAUSE, STOP = 0, 1, 2
+FINISHED, PAUSED, STOPPED = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def async_worker(p, indptr, indices, data, lab_ptr, lab_idx, b, row_order, row_ptr, class_ptr, V, scale, step0, lam,
+                 clip, n_epochs, queue, heads, tails, control, epochs_done, arrivals, run_max, run_sum, busy_ns,
+                 idle_ns, blocks_done, clips, queue_seen):
+    """Worker p of Algorithm 2 (NOMAD-style, no barrier), called from its own thread; resumable.
 
     Worker p owns the rows row_order[row_ptr[p]:row_ptr[p+1]] and their b. The G class blocks
-    circulate: queue[p] is a ring buffer (single producer p - 1, single consumer p; tails[p]
-    advanced atomically after the slot is written). A worker pops a block, and unless it has
-    already seen it this iteration, updates it over its rows (13), adds its partial sums, then
-    pushes it to worker p + 1. After seeing all G blocks it refreshes its b from its partial sums
-    and keeps forwarding until every worker is done. The blocks stay in the queues between calls.
-    queue_seen[p] records the longest queue worker p found. Not deterministic."""
+    circulate in a ring: queue[p] is a ring buffer (single producer p - 1, single consumer p;
+    tails[p] advanced atomically after the slot is written). The worker pops a block as soon as
+    one is there, updates it over its rows (13) with its own step step0 / sqrt(t), t its own outer
+    iteration (epochs_done[p] + 1), adds the block's partial log-sum-exp to its rows' running
+    (run_max, run_sum), and pushes the block to worker p + 1. Every G blocks (one of each: FIFO
+    queues on a ring keep the blocks' cyclic order, so each worker meets them in a fixed periodic
+    order) it refreshes its b from the partial sums and counts an outer iteration, without waiting
+    for anyone. Returns FINISHED after n_epochs outer iterations, PAUSED or STOPPED when control[0]
+    asks (checked between blocks and while waiting); all its state is in the arrays, so a call
+    after PAUSED resumes where it stopped. busy_ns, idle_ns (waiting for a block), blocks_done,
+    clips and queue_seen (the longest queue found) accumulate per worker."""
+    lo = row_ptr[p]
+    hi = row_ptr[p + 1]
+    rows = row_order[lo:hi]
     n_workers = row_ptr.shape[0] - 1
     n_blocks = class_ptr.shape[0] - 1
+    nxt = (p + 1) % n_workers
     cap = queue.shape[1]
-    finished = np.zeros(1, np.int64)
-    for p in prange(n_workers):
-        lo = row_ptr[p]
-        hi = row_ptr[p + 1]
-        rows = row_order[lo:hi]
-        seen = np.zeros(n_blocks, np.bool_)
-        n_seen = 0
-        mm = np.full(hi - lo, -np.inf)
-        ss = np.zeros(hi - lo)
-        pm = np.empty(hi - lo)
-        ps = np.empty(hi - lo)
-        tr = np.zeros(hi - lo)
-        done = n_blocks == 0
-        if done:
-            fetch_add(finished, 0, 1)
-        t_wait = monotonic_ns()
-        while True:
-            if done and fetch_add(finished, 0, 0) == n_workers:
-                break
-            head = heads[p]
-            tail = fetch_add(tails, p, 0)
-            if head == tail:
-                continue
+    pm = np.empty(hi - lo)
+    ps = np.empty(hi - lo)
+    tr = np.zeros(hi - lo)
+    t_wait = monotonic_ns()
+    while epochs_done[p] < n_epochs:
+        flag = fetch_add(control, 0, 0)
+        if flag != RUN:
             idle_ns[p] += monotonic_ns() - t_wait
-            if tail - head > queue_seen[p]:
-                queue_seen[p] = tail - head
-            c = queue[p, head % cap]
-            heads[p] = head + 1
-            if not done and not seen[c]:
-                t1 = monotonic_ns()
-                clips[p] += sgd_block(indptr, indices, data, lab_ptr, lab_idx, b, rows, class_ptr[c], class_ptr[c + 1],
-                                      0, V, scale, step, lam, clip)
-                partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale,
-                        pm, ps, tr)
-                for r in range(hi - lo):
-                    mm[r], ss[r] = combine_lse(mm[r], ss[r], pm[r], ps[r])
-                seen[c] = True
-                n_seen += 1
-                blocks_done[p] += 1
-                if n_seen == n_blocks:
-                    for r in range(hi - lo):
-                        b[rows[r]] = -(mm[r] + np.log(ss[r]))
-                    done = True
-                    fetch_add(finished, 0, 1)
-                busy_ns[p] += monotonic_ns() - t1
-            q = (p + 1) % n_workers
-            slot = tails[q]
-            queue[q, slot % cap] = c
-            fetch_add(tails, q, 1)
-            t_wait = monotonic_ns()
+            return PAUSED if flag == PAUSE else STOPPED
+        head = heads[p]
+        tail = fetch_add(tails, p, 0)
+        if head == tail:
+            continue
+        t1 = monotonic_ns()
+        idle_ns[p] += t1 - t_wait
+        queue_seen[p] = max(queue_seen[p], tail - head)
+        c = queue[p, head % cap]
+        heads[p] = head + 1
+        step = step0 / np.sqrt(epochs_done[p] + 1.0)
+        clips[p] += sgd_block(indptr, indices, data, lab_ptr, lab_idx, b, rows, class_ptr[c], class_ptr[c + 1], 0, V,
+                              scale, step, lam, clip)
+        partial_lse(indptr, indices, data, lab_ptr, lab_idx, rows, class_ptr[c], class_ptr[c + 1], 0, V, scale, pm, ps,
+                    tr)
+        for r in range(hi - lo):
+            run_max[lo + r], run_sum[lo + r] = combine_lse(run_max[lo + r], run_sum[lo + r], pm[r], ps[r])
+        blocks_done[p] += 1
+        arrivals[p] += 1
+        if arrivals[p] == n_blocks:
+            for r in range(hi - lo):
+                b[rows[r]] = -(run_max[lo + r] + np.log(run_sum[lo + r]))
+                run_max[lo + r] = -np.inf
+                run_sum[lo + r] = 0.0
+            arrivals[p] = 0
+            fetch_add(epochs_done, p, 1)
+        queue[nxt, tails[nxt] % cap] = c
+        fetch_add(tails, nxt, 1)
+        t_wait = monotonic_ns()
+        busy_ns[p] += t_wait - t1
+    return FINISHED
 
 
 @njit(cache=True, nogil=True, parallel=True)

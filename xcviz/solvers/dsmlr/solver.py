@@ -5,11 +5,14 @@ Modes (the parameter Compare varies):
   disjoint (row block, class block) pairs per outer iteration, then phase B computes every b_i
   exactly. The model does not depend on the thread count (nor on the backend: the Dask run of
   `xcviz.solvers.dsmlr.distributed` gives the same model).
-- `async`: Algorithm 2 (NOMAD-style): class blocks circulate through per-thread queues; a thread
-  refreshes its own b after seeing every class block. Not deterministic: the order in which
-  blocks meet threads depends on the scheduler. Not barrier-free: every outer iteration ends when
-  every thread has seen every block, and the driver records between them (docs/families/dsmlr.md,
-  "What async synchronises").
+- `async`: Algorithm 2 (NOMAD-style), without a barrier: one thread per row block, the class
+  blocks circulating through per-thread FIFO queues in a ring; a thread updates whichever block
+  arrives, passes it on, refreshes its own b after every G blocks and steps with its own outer
+  iteration's eta. The driver pauses the threads only to record (docs/families/dsmlr.md, "What
+  async synchronises"). The model depends on the thread count (the row blocks and the queues are
+  per thread); for a given thread count the workers' numbers do not depend on the scheduler (the
+  ring keeps the blocks' order), but the recorded objectives do (where each thread was when
+  paused), and a stopped run's model does.
 - `lbfgs`: scipy's L-BFGS on the exact objective (2), with a parallel numba gradient.
 - `lc`: the Log-Concavity baseline (Gopal & Yang): alternate the exact b with the K independent
   per-class problems at fixed b, each solved by truncated Newton (engine.newton's CG).
@@ -21,9 +24,11 @@ row and one b: the SGD steps of its copies are summed into one step, the same ex
 1/n_i of the cost. Start: W = 0 and b_i = -log K, the exact b at W = 0; the paper's listings
 initialise "b = 1/K", which is a_i = e^{b_i}, not b_i.
 
-Step: eta_t = alpha / (N K sqrt(t)) in outer iteration t = 1, 2, ...: alpha is the step one
+Step: eta_t = alpha / (N K sqrt(t)) in outer iteration t = 1, 2, ... (for `async`, each thread's
+own t): alpha is the step one
 epoch's N K updates add up to (the per-epoch equivalent), decaying as Theorem 1 assumes. One
-update's step is alpha / (N sqrt(t)): the default alpha, min(1000, N / 2), keeps it at most 1/2
+update's step is alpha / (N sqrt(t)): the default alpha, min(1000, N / 2, N / (2 lam max n_i)),
+keeps it at most 1/2 and the decay 1 - alpha lam n_i / N at least 1/2
 (a fixed 1000 diverged below N = 1000, silently), and an SGD run whose objective rises above
 DIVERGED times its start (log K) fails, after recording that outer iteration, naming a smaller
 alpha.
@@ -71,13 +76,13 @@ class DsmlrParams(param.Parameterized):
     """DS-MLR's parameters and those of its baselines."""
 
     mode = param.Selector(default="sync", objects=list(MODES), doc=(
-        "sync: Algorithm 1 (G x G grid, deterministic); async: Algorithm 2 (NOMAD queues, not "
-        "deterministic, a barrier after every outer iteration); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
+        "sync: Algorithm 1 (G x G grid, deterministic); async: Algorithm 2 (NOMAD queues in a ring, no "
+        "barrier; its model depends on the thread count); lbfgs: scipy L-BFGS on (2); lc: Log-Concavity (exact b, per-class Newton)."))
     lam = param.Number(default=1e-4, bounds=(1e-12, 1e3), doc="L2 regularisation lambda of (2).")
     alpha = param.Number(default=0.0, bounds=(0.0, 1e9), doc=(
         "Per-epoch step alpha = eta N K (eta = alpha / (N K)); outer iteration t uses alpha / sqrt(t). "
-        "0: min(1000, N / 2), one update's step alpha / N at most 1/2 (N: rows, a multi-label row counted "
-        "per label)."))
+        "0: min(1000, N / 2, N / (2 lam max n_i)), one update's step alpha / N at most 1/2 and its decay at "
+        "least 1/2 (N: rows, a multi-label row counted per label; n_i: a row's labels)."))
     epochs = param.Integer(default=20, bounds=(1, 10**5), doc=(
         "Outer iterations T (sync, async: epochs over all N K pairs; lc: b/W alternations; lbfgs: iterations)."))
     grid = param.Integer(default=16, bounds=(1, 4096), doc=(
@@ -96,10 +101,12 @@ class DsmlrParams(param.Parameterized):
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the row-block assignment and the shuffles.")
 
 
-def step_alpha(p: DsmlrParams, n_total: int) -> float:
-    """The per-epoch step alpha a run uses: the given one, or min(ALPHA, N / 2) for 0 (one update's
-    step alpha / N at most 1/2: at 1 the synthetic runs diverged from N = 1,600 on)."""
-    return float(p.alpha) if p.alpha > 0 else min(ALPHA, n_total / 2)
+def step_alpha(p: DsmlrParams, n_total: int, most: int = 1) -> float:
+    """The per-epoch step alpha a run uses: the given one, or for 0 min(ALPHA, N / 2, N / (2 lam
+    most)), most the largest n_i: one update's step alpha / N at most 1/2 (at 1 the synthetic runs
+    diverged from N = 1,600 on) and its decay 1 - alpha lam n_i / N at least 1/2, so that the
+    default is never refused (it was at lam 0.5 on Bibtex, whose rows have up to 28 labels)."""
+    return float(p.alpha) if p.alpha > 0 else min(ALPHA, n_total / 2, n_total / (2 * p.lam * most))
 
 
 def _check(prob: Problem, p: DsmlrParams) -> None:
@@ -111,7 +118,7 @@ def _check(prob: Problem, p: DsmlrParams) -> None:
     if p.mode not in ("sync", "async"):
         return
     most = int(prob.weights.max())
-    alpha = step_alpha(p, prob.n_total)
+    alpha = step_alpha(p, prob.n_total, most)
     if alpha / prob.n_total * p.lam * most >= 1.0:
         raise ValueError(f"the decay 1 - eta K lam n_i must stay in (0, 1): alpha * lam * {most} / N = "
                          f"{alpha * p.lam * most / prob.n_total:.3g} >= 1; lower alpha or lam")
@@ -191,11 +198,12 @@ class _Dsmlr(Driver):
                 self.evaluate = WorkerEvaluator(self.engine, self.test_parts, p.normalize, p.bias)
         elif p.mode == "sync":
             self.engine = ThreadSync(prob, self.G, self.n_threads, p.seed)
-        elif p.mode == "async":
-            self.engine = ThreadAsync(prob, self.G, self.n_threads, p.seed)
-        else:
+        self.alpha = step_alpha(p, prob.n_total, int(prob.weights.max()))
+        if p.mode == "async":
+            self.engine = ThreadAsync(prob, self.st, self.G, self.n_threads, p.seed, self.alpha / prob.n_total, p.lam,
+                                      p.clip, p.epochs)
+        elif p.mode != "sync":
             self.engine = None
-        self.alpha = step_alpha(p, prob.n_total)
         self.clipped = 0
         self.objective0 = self.objective = float(np.log(prob.n_classes))  # L1(0)
         # what the next record reads: epoch, step, objective, the b the step used (None: no gap), W, workers
@@ -204,7 +212,36 @@ class _Dsmlr(Driver):
                 "workers": self.n_workers}
 
     def steps(self) -> Iterator[int]:
+        if self.p.mode == "async":
+            return self._async_iterations()
         return self._lbfgs() if self.p.mode == "lbfgs" else self._outer_iterations()
+
+    def _async_iterations(self) -> Iterator[int]:
+        """Algorithm 2 with no barrier: the workers run on their own; a step ends once the slowest
+        has finished one more outer iteration, when the driver pauses them all to record (the others
+        may be further on; a driver that woke late finds more done, and its step counts them all),
+        then resumes them. The record's `epoch` is the workers' mean progress in outer iterations."""
+        prob, st, engine = self.prob, self.st, self.engine
+        engine.start()
+        t = 0
+        try:
+            while t < self.p.epochs:
+                engine.wait_for(t + 1)
+                workers = engine.pause()
+                t = int(engine.epochs_done.min())
+                extra = {"clipped": workers.pop("clipped")}
+                self.clipped += extra["clipped"]
+                with self.clock.measuring():  # the workers' own b; the exact one is a measurement
+                    b_used = st.b.copy()
+                    true = _phase_b(prob, st)
+                self.objective = objective_parts(prob, st.V, st.scale, self.p.lam, st.b, true)
+                eta = self.alpha / (prob.n_total * prob.n_classes * np.sqrt(t))  # the slowest worker's
+                self.latest = {"epoch": engine.progress(), "eta": eta, "b_old": b_used, "W": st.W, "workers": workers,
+                               "extra": extra}
+                yield t
+                engine.resume()
+        finally:
+            engine.close()
 
     def _outer_iterations(self) -> Iterator[int]:
         p, prob, n_classes = self.p, self.prob, self.prob.n_classes
@@ -226,22 +263,21 @@ class _Dsmlr(Driver):
                 workers = self.engine.epoch(st, eta * n_classes, p.lam, p.clip)
                 extra = {"clipped": workers.pop("clipped")}
                 self.clipped += extra["clipped"]
-                if p.mode == "async":  # the workers' own b; the exact one is a measurement
-                    with self.clock.measuring():
-                        b_used = st.b.copy()
-                        true = _phase_b(prob, st)
-                else:
-                    true = self.engine.phase_b(st)
-                    b_used = b_old
+                true = self.engine.phase_b(st)
+                b_used = b_old
             self.objective = objective_parts(prob, st.V, st.scale, p.lam, st.b, true)
             self.latest = {"epoch": t, "eta": eta, "b_old": b_used, "W": st.W, "workers": workers, "extra": extra}
             yield t
 
     def after_step(self, step: int) -> None:
-        if self.p.mode in ("sync", "async"):
-            _check_diverged(self.objective, self.objective0, step, self.alpha)
         if self.p.mode == "async":
             self.st.b[:] = self.latest["b_old"]  # the workers go on with their own b
+        if self.p.mode in ("sync", "async"):
+            try:
+                _check_diverged(self.objective, self.objective0, step, self.alpha)
+            except ValueError:
+                self.finish()  # the paused async workers stop now, not when the steps are collected
+                raise
 
     def _lbfgs(self) -> Iterator[int]:
         """scipy L-BFGS-B (unbounded) on (2); one record per iteration, epoch = gradient evaluations."""
