@@ -8,7 +8,13 @@ import xcviz
 from xcviz.cli import main
 from xcviz.data import load
 from xcviz.records.sinks import MemorySink
-from xcviz.runs.estimate_slice import MIN_STEPS, estimate_slice, extrapolate_seconds, records_per_step, slice_steps
+from xcviz.runs.estimate_slice import (
+    MIN_STEPS,
+    estimate_slice,
+    extrapolate_seconds,
+    records_per_step,
+    slice_steps,
+)
 from xcviz.runs.spec import RunSpec
 
 

@@ -8,16 +8,14 @@ run's time is its set-up plus the steps' mean time times their number. The slice
 (index builds, data preparation) is measured once, and a step's mean is taken after the first step
 (which pays one-off costs: caches, the first index), from the records' training clock, which leaves
 out what the records measure (LDGS's diagnostics can cost as much as its training). Records are
-written at a fixed cadence, so they are priced per step the same way. Memory is the resident size once the data is read plus what the slice
-added at its peak (the families allocate their weights up front); the model's non-zeros are the
-slice's, which a family whose weights fill in as it trains (MEMOIR's sparse W) exceeds by the end.
-DS-MLR's steps are its max_iter outer iterations: a run that meets its tolerance sooner takes less,
-so its estimate is an upper bound."""
+written at a fixed cadence, so they are priced per step the same way. Memory is the resident size
+once the data is read plus what the slice added at its peak (the families allocate their weights up
+front); the model's non-zeros are the slice's, which a family whose weights fill in as it trains
+(MEMOIR's sparse W) exceeds by the end. DS-MLR's steps are its epochs (outer iterations); a mode that
+ends at its own tolerance sooner (L-BFGS, LC) takes less, so for it the estimate is an upper bound."""
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from ..data.dataset import Dataset
 from ..records.sinks import MemorySink
@@ -101,5 +99,5 @@ def estimate_slice(train: Dataset, solver: str, params: dict, threads: int, *, s
     return {"train_seconds": round(extrapolate_seconds(marks, slice_seconds, done, total), 3),
             "peak_rss_mb": round((resident + added) / 1024, 1),
             "model_nnz": int(model.nnz),
-            "record_count": int(round(written + per_step * (total - done))),
+            "record_count": round(written + per_step * (total - done)),
             "slice_steps": int(done), "total_steps": int(total), "slice_seconds": round(slice_seconds, 3)}
