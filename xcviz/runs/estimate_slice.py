@@ -34,29 +34,31 @@ def slice_steps(total: int, share: float = SHARE) -> int:
     return min(total, max(MIN_STEPS, math.ceil(share * total)))
 
 
+def per_step(points: list[tuple[int, float]], fallback: float) -> float:
+    """How much a value recorded at some steps (`points`: steps done, value) grows a step, between the
+    first and last points after step 0 (step 0 and the first step pay one-off costs); with fewer than
+    two such points, `fallback`."""
+    points = [(s, v) for s, v in points if s > 0]
+    if len(points) >= 2 and points[-1][0] > points[0][0]:
+        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+    return fallback
+
+
 def extrapolate_seconds(marks: list[tuple[int, float]], slice_seconds: float, done: int, total: int) -> float:
     """The whole run's training seconds: the slice's (`done` steps in `slice_seconds`) plus each step it
-    did not train at the mean training time of a step between its first and last records after step
-    0 (`marks`: steps done and the fit's training clock at each, the records' `wall`, which leaves out
-    the records' own measurements); with fewer than two such records, at the slice's mean."""
+    did not train at the training time a step took between its records (`marks`: steps done and the
+    fit's training clock at each, the records' `wall`, which leaves out the records' own measurements);
+    with fewer than two records after step 0, at the slice's mean."""
     if total <= done:
         return slice_seconds
-    marks = [(s, w) for s, w in marks if s > 0]
-    if len(marks) >= 2 and marks[-1][0] > marks[0][0]:
-        per_step = (marks[-1][1] - marks[0][1]) / (marks[-1][0] - marks[0][0])
-    else:
-        per_step = slice_seconds / max(1, done)
-    return slice_seconds + per_step * (total - done)
+    return slice_seconds + per_step(marks, slice_seconds / max(1, done)) * (total - done)
 
 
 def records_per_step(marked: list[int], written_at: list[int], done: int, written: int) -> float:
-    """Records a step writes, at the cadence between the first and last steps after step 0 that ended on
-    records (`marked`, with the records written by each, `written_at`); with fewer than two, the slice's
-    mean (`written` records in `done` steps)."""
-    pairs = [(s, w) for s, w in zip(marked, written_at) if s > 0]
-    if len(pairs) >= 2 and pairs[-1][0] > pairs[0][0]:
-        return (pairs[-1][1] - pairs[0][1]) / (pairs[-1][0] - pairs[0][0])
-    return written / max(1, done)
+    """Records a step writes, at their cadence between the steps that ended on records (`marked`, with
+    the records written by each, `written_at`); with fewer than two after step 0, the slice's mean
+    (`written` records in `done` steps)."""
+    return per_step(list(zip(marked, written_at)), written / max(1, done))
 
 
 def estimate_slice(train: Dataset, solver: str, params: dict, threads: int, *, share: float = SHARE) -> dict:
