@@ -371,6 +371,10 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         lines = render_dsmlr(bench_dsmlr())
         end = next(old.index(h) for h in ("## Dask\n", "## Dashboard responsiveness") if h in old)
         start = old.index(lines[0]) if lines[0] in old else end
+    elif name == "presets":  # benchmarks/presets_bench.py, beside this file; just before the estimates
+        lines = __import__("presets_bench").section()
+        end = old.index("## Estimates before a run")
+        start = old.index(lines[0]) if lines[0] in old else end
     elif name == "estimate":  # benchmarks/estimate_bench.py, beside this file; just before the dashboard's
         lines = __import__("estimate_bench").run()
         end = old.index("## Dashboard responsiveness")
@@ -384,7 +388,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask", "estimate") else "\n")
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask", "presets", "estimate") else "\n")
                    + old[end:])
 
 
@@ -393,7 +397,7 @@ def main() -> None:
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate",
-                                           "dismecpp", "dismec",
+                                           "presets", "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
     args = parser.parse_args()
@@ -417,6 +421,7 @@ def main() -> None:
     text += "\n".join(ldgs_lines) + "\n" + "\n".join(memoir_lines) + "\n"
     text += "\n" + "\n".join(__import__("dask_bench").section(args.repeats)) + "\n"  # benchmarks/dask_bench.py
     text += _kept(old, (DASK_NOTES,))
+    text += "\n" + "\n".join(__import__("presets_bench").section()) + "\n"  # benchmarks/presets_bench.py
     text += "\n" + "\n".join(__import__("estimate_bench").run()) + "\n"  # benchmarks/estimate_bench.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
