@@ -379,6 +379,10 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         lines = __import__("estimate_bench").run()
         end = old.index("## Dashboard responsiveness")
         start = old.index(lines[0]) if lines[0] in old else end
+    elif name == "records":  # benchmarks/records_scale.py, beside this file; just before the dashboard's
+        lines = __import__("records_scale").section()
+        end = old.index("## Dashboard responsiveness")
+        start = old.index(lines[0]) if lines[0] in old else end
     elif name == "dask":  # benchmarks/dask_bench.py, beside this file; its section precedes the dashboard's
         lines = __import__("dask_bench").section(repeats)
         end = old.index("## Dashboard responsiveness")
@@ -388,7 +392,8 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     else:
         lines = __import__("dashboard").section()  # benchmarks/dashboard.py, beside this file
         start, end = old.index(lines[0]), len(old)
-    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask", "presets", "estimate") else "\n")
+    out.write_text(old[:start] + "\n".join(lines) + ("\n\n" if name in ("memoir", "dsmlr", "dask", "presets", "estimate",
+                                                                        "records") else "\n")
                    + old[end:])
 
 
@@ -396,7 +401,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate", "records",
                                            "presets", "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
@@ -423,6 +428,7 @@ def main() -> None:
     text += _kept(old, (DASK_NOTES,))
     text += "\n" + "\n".join(__import__("presets_bench").section()) + "\n"  # benchmarks/presets_bench.py
     text += "\n" + "\n".join(__import__("estimate_bench").run()) + "\n"  # benchmarks/estimate_bench.py
+    text += "\n" + "\n".join(__import__("records_scale").section()) + "\n"  # benchmarks/records_scale.py
     text += "\n" + "\n".join(__import__("dashboard").section())  # benchmarks/dashboard.py, beside this file
     Path(args.out).write_text(text)
     print(text)

@@ -161,3 +161,35 @@ def test_the_debian_targets_read_the_default_rows_or_say_why_they_are_missing():
     assert "model nnz / Newton MSI's | 0.40 | <= 0.67 | yes | 600 against 1,500 (unpruned 9,000) |" in text
     missing = bench.targets(None)
     assert sum("| not measured |" in line and "debian-tags not found" in line for line in missing) == 4
+
+
+def _records_result(first: float, change: float) -> dict:
+    """A measurement of benchmarks/records_scale.py's form."""
+    times = {name: [change] * 4 for name in ("x-axis iteration/wall time", "smoothing raw/EMA", "log y on/off",
+                                             "selection 1/2 runs")}
+    return {"records": 10_000_123, "write_s": 90.0, "store_bytes": 1.2e9, "load_before": (1.0, 1.0, 1.0),
+            "load_after": (2.0, 2.0, 2.0), "browser": {"first_draw_ms": first, "times": times},
+            "open_200_ms": [900.0, 1100.0, 1000.0], "recording": {"off": 1.0, "store": 1.03}}
+
+
+def test_the_records_targets_read_each_measurement_against_its_bound():
+    records_scale = pytest.importorskip("records_scale")
+    text = "\n".join(records_scale.section(_records_result(1500.0, 250.0)))
+    assert "| first drawing, finished 10M + live run (ms) | 1500.00 | <= 2000.0 | yes |" in text
+    assert "| smoothing raw/EMA, median in the browser (ms) | 250.00 | <= 200.0 | **no** |" in text
+    assert "| store on disk with the 10M-record run (GB) | 1.20 | <= 1.5 | yes |" in text
+    assert "| recording overhead, store sink vs none (%) | 3.00 | <= 5.0 | yes |" in text
+    assert "| page open with 200 runs in the store (ms) | 1000.00 | <= 2000.0 | yes |" in text
+    assert "10,000,123 iteration records" in text
+
+
+def test_rerunning_the_records_section_puts_it_before_the_dashboards(tmp_path, monkeypatch):
+    records_scale = pytest.importorskip("records_scale")
+    monkeypatch.setattr(records_scale, "measure", lambda: _records_result(1500.0, 150.0))
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(OLD)
+    run._replace_section(out, "records")
+    run._replace_section(out, "records")
+    text = out.read_text()
+    assert text.count("## Records at scale") == 1
+    assert text.index("## Dask\n") < text.index("## Records at scale") < text.index("## Dashboard responsiveness")

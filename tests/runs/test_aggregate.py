@@ -2,6 +2,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xcviz.runs.aggregate import quantile_bands, relative_to_final
 
@@ -136,8 +138,8 @@ def test_window_times_are_drawn_per_batch_so_a_short_last_window_does_not_dip():
     0.5 s a batch, then an epoch's last window of 2 and a cancelled run's last window of 1 (same
     speed). Per batch, every window reads 0.5 s, across the aggregate's batches; the starting
     record trained nothing (NaN, left out); the plots show the per-batch field instead of the raw."""
-    from xcviz.runs.aggregate import RunAggregate
     from xcviz.app.ui.fields import plotted_fields
+    from xcviz.runs.aggregate import RunAggregate
 
     steps = [0, 4, 8, 10, 14, 15]
     trained = np.diff(steps, prepend=0)
@@ -168,9 +170,33 @@ def test_smoothing_and_downsampling_rules():
     ema = smooth(values, "ema", 3)  # alpha 0.5, bias-corrected: the first point is kept
     assert ema[0] == 1.0 and np.isnan(ema[2]) and 5.0 < ema[4] < 100.0
     assert smoothing_rule("ema", 3) == "EMA span 3"
-    index, k = downsample(2500, 1000)
-    assert k == 3 and index[0] == 0 and index[-1] == 2499 and len(index) <= 1000 + 1
-    assert downsample(10, 1000)[1] == 1
+    index, k = downsample(np.arange(2500.0), 1000)
+    assert k > 1 and index[0] == 0 and index[-1] == 2499 and len(index) <= 1000
+    assert downsample(np.zeros(10), 1000)[1] == 1 and len(downsample(np.zeros((0, 3)))[0]) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5000), st.integers(1, 3), st.integers(8, 1200))
+def test_downsampling_keeps_every_buckets_extremes_and_the_ends(seed, n, c, max_points):
+    """Every bucket's smallest and largest value of every column, and the first and last point,
+    are among the points kept; never more than max_points (a spike is never thinned away)."""
+    from xcviz.runs.aggregate import downsample
+
+    rng = np.random.default_rng(seed)
+    values = rng.standard_cauchy((n, c))
+    values[rng.random((n, c)) < 0.05] = np.nan
+    index, k = downsample(values, max_points)
+    assert len(index) <= max_points and np.all(np.diff(index) > 0)
+    assert index[0] == 0 and index[-1] == n - 1
+    kept = set(index.tolist())
+    for start in range(0, n, k):
+        block = values[start:start + k]
+        for col in range(c):
+            finite = np.isfinite(block[:, col])
+            if finite.any():
+                lo, hi = np.nanmin(block[:, col]), np.nanmax(block[:, col])
+                assert any(values[i, col] == lo for i in kept if start <= i < start + k)
+                assert any(values[i, col] == hi for i in kept if start <= i < start + k)
 
 
 def test_smoothing_on_a_log_axis_is_done_in_log_space():

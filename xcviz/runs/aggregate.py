@@ -324,14 +324,32 @@ def smoothing_rule(rule: str, window: int) -> str:
     return {"raw": "raw", "ema": f"EMA span {window}", "median": f"rolling median of {window} points"}[rule]
 
 
-def downsample(n: int, max_points: int = MAX_POINTS) -> tuple[np.ndarray, int]:
-    """Indices that keep a curve of n points within max_points: every k-th point from the first,
-    k = ceil(n / max_points), plus the last point. Returns (indices, k); k = 1 keeps everything."""
-    k = max(1, math.ceil(n / max_points))
-    if k == 1:
+def downsample(values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, int]:
+    """Indices that keep a curve of n points (`values`: n values, or n x c for c curves drawn at
+    the same x, such as a median and its band's edges) within max_points, extremes kept: the x
+    range is cut into buckets of k consecutive points, k = ceil(n / buckets) with
+    buckets = (max_points - 2) // (2 c), and each bucket keeps the points of its smallest and
+    largest value of every column (NaN left out), plus the curve's first and last point. A spike
+    of one point therefore survives any thinning, which every-k-th-point sampling drops. Returns
+    (sorted indices, k); k = 1 keeps everything. max_points must be at least 2 c + 2."""
+    values = np.asarray(values, np.float64)
+    columns = values if values.ndim == 2 else values[:, None]
+    n, c = columns.shape
+    if n <= max_points:
         return np.arange(n), 1
-    index = np.arange(0, n, k)
-    return (index if index[-1] == n - 1 else np.append(index, n - 1)), k
+    buckets = max(1, (max_points - 2) // (2 * c))
+    k = math.ceil(n / buckets)
+    padded = np.full((buckets * k, c), np.nan)
+    padded[:n] = columns
+    blocks = padded.reshape(buckets, k, c)
+    finite = np.isfinite(blocks)
+    base = (np.arange(buckets) * k)[:, None]
+    keep = [np.array([0, n - 1])]
+    for fill, pick in ((np.inf, np.argmin), (-np.inf, np.argmax)):
+        at = pick(np.where(finite, blocks, fill), axis=1)  # buckets x c
+        has = finite.any(axis=1)
+        keep.append((base + at)[has])
+    return np.unique(np.concatenate(keep)), k
 
 
 def slowest_labels(labels: pd.DataFrame, k: int = 10) -> pd.DataFrame:

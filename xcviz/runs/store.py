@@ -42,9 +42,11 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
+from .aggregate import with_derived
 from .failure_note import read_note
+from .sketch import Summary
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 RESUMABLE = ("interrupted", "cancelled", "failed")
 # hands a worker its claim's token: every local user reads a process's arguments, not its environment
@@ -59,10 +61,15 @@ CREATE TABLE IF NOT EXISTS runs (
     pid_start INTEGER, claim TEXT, inputs TEXT);
 CREATE TABLE IF NOT EXISTS batches (
     run TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (run, seq));
+CREATE TABLE IF NOT EXISTS summaries (
+    run TEXT NOT NULL, kind TEXT NOT NULL, level INTEGER NOT NULL, seq INTEGER NOT NULL, payload BLOB NOT NULL,
+    PRIMARY KEY (run, kind, level, seq));
 CREATE TABLE IF NOT EXISTS pieces (
     run TEXT NOT NULL, seq INTEGER NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (run, seq));
 """
 _ADDED_IN_2 = ("pid_start INTEGER", "claim TEXT", "inputs TEXT")
+# version 3 adds the `summaries` table (made by _SCHEMA); runs recorded before have none and are read whole
+SUMMARY_FANOUT = 8  # this many summaries of one level are merged into one of the next (see _add_summary)
 
 
 class StoreError(ValueError):
@@ -79,6 +86,14 @@ def _pack(arrays: dict[str, np.ndarray]) -> bytes:
 def _unpack(blob: bytes) -> dict[str, np.ndarray]:
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
+
+
+def _rows(db: sqlite3.Connection, run: str) -> int | None:
+    """The run's number of training rows from its `begin` batch (None before it)."""
+    row = db.execute("SELECT payload FROM batches WHERE run = ? AND kind = 'begin' ORDER BY seq DESC LIMIT 1",
+                     (run,)).fetchone()
+    meta = _unpack(row[0]) if row is not None else {}
+    return int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None
 
 
 def default_home() -> Path:
@@ -529,9 +544,44 @@ class RunStore:
 
     @staticmethod
     def _insert_batch(db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
+        """Append a batch; a one-vs-all iteration batch (whole labels, no `epoch`) also adds its
+        summary (sketch.Summary, derived fields included) in the same transaction."""
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES "
                    "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?), ?, ?)",
                    (run, run, kind, _pack(columns)))
+        if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
+            RunStore._add_summary(db, run, kind, Summary.of(with_derived(pd.DataFrame(columns), _rows(db, run))))
+
+    @staticmethod
+    def _add_summary(db: sqlite3.Connection, run: str, kind: str, summary: Summary) -> None:
+        """Store a batch's summary at level 0; whenever SUMMARY_FANOUT summaries share a level, they
+        are merged into one of the next level (a log-structured merge: each record is merged about
+        log_FANOUT(batches) times, and a reader merges at most FANOUT - 1 summaries per level)."""
+        level, payload = 0, summary.pack()
+        while True:
+            db.execute("INSERT INTO summaries (run, kind, level, seq, payload) VALUES (?, ?, ?, (SELECT "
+                       "COALESCE(MAX(seq), 0) + 1 FROM summaries WHERE run = ? AND kind = ? AND level = ?), ?)",
+                       (run, kind, level, run, kind, level, payload))
+            rows = db.execute("SELECT payload FROM summaries WHERE run = ? AND kind = ? AND level = ?",
+                              (run, kind, level)).fetchall()
+            if len(rows) < SUMMARY_FANOUT:
+                return
+            db.execute("DELETE FROM summaries WHERE run = ? AND kind = ? AND level = ?", (run, kind, level))
+            level, payload = level + 1, Summary.merge([Summary.unpack(r[0]) for r in rows]).pack()
+
+    def summary(self, run: str, kind: str = "iteration") -> tuple[Summary | None, int]:
+        """The merged summary of every batch of `kind` of the run and the last batch number, or
+        (None, 0) if some batch has none (recorded before schema 3, or not one-vs-all records)."""
+        with self._db() as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'summaries'").fetchone() is None:
+                return None, 0  # a read-only store of schema 2, which this process may not migrate
+            rows = db.execute("SELECT payload FROM summaries WHERE run = ? AND kind = ?", (run, kind)).fetchall()
+            count, last = db.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM batches WHERE run = ? AND kind = ?",
+                                     (run, kind)).fetchone()
+        if not rows:
+            return None, 0
+        summary = Summary.merge([Summary.unpack(r[0]) for r in rows])
+        return (summary, last) if summary.batches == count else (None, 0)
 
     def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
         with self._transaction() as db:
@@ -553,6 +603,7 @@ class RunStore:
         with self._transaction() as db:
             last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM batches WHERE run = ?", (run,)).fetchone()[0]
             db.execute("DELETE FROM batches WHERE run = ?", (run,))
+            db.execute("DELETE FROM summaries WHERE run = ?", (run,))
             db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, 'reset', ?)",
                        (run, last + 1, _pack({"dropped_through": np.array([last])})))
 
@@ -593,7 +644,7 @@ class RunStore:
             raise StoreError(f"run {run} is {row['status']}: cancel it before deleting it")
         folder = self._folder(run)  # refused before anything is deleted
         with self._transaction() as db:
-            for table, key in (("batches", "run"), ("pieces", "run"), ("runs", "id")):
+            for table, key in (("batches", "run"), ("summaries", "run"), ("pieces", "run"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run,))
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -331,7 +331,8 @@ class LivePlots:
         rules = (f"{X_AXES[axis]}; one x range for every figure (pan or zoom one, all follow). Smoothing: "
                  f"{smoothing}, applied before downsampling, to log10 of the values on a log axis (an EMA "
                  f"there is a geometric mean, as the axis reads). Downsampling: at most "
-                 f"{MAX_POINTS} points per curve, every k-th point plus the last"
+                 f"{MAX_POINTS} points per curve: the first and last point and, in each of equal buckets of "
+                 f"points, those of the smallest and largest median and band edge"
                  f"{' (in use now)' if thinned else ' (not needed now)'}. Log axes leave out values <= 0 and "
                  f"draw gaps below {GAP_FLOOR:g} at {GAP_FLOOR:g} (below every solver's tolerance)."
                  f"{' Bands hidden: medians only.' if self.medians_only.value else ''}")
@@ -419,7 +420,7 @@ class LivePlots:
         if log_y and FIELDS[field].floor:
             smoothed = floored(smoothed, FIELDS[field].floor)
         columns = dict(zip(("median", "lower", "upper"), smoothed.T * (100.0 if FIELDS[field].unit == "percent" else 1.0)))
-        index, k = downsample(len(bands))
+        index, k = downsample(smoothed)  # after smoothing: the extremes kept are those drawn
         x = bands["x"].to_numpy(np.float64)[index]
         curve = {"x": scaled(x, self.log_x.value), "xv": x, "m": columns["median"][index], "thinned": k > 1,
                  "climb": self._climbs(field, plot_run, bands["median"].to_numpy(np.float64))[index],

@@ -13,7 +13,12 @@ from typing import NamedTuple
 import pandas as pd
 
 from ...runs.aggregate import RunAggregate
+from ...runs.sketch import SummaryAggregate
 from ...runs.store import RunStore
+
+# a finished run with at most this many iteration records is read whole (exact bands, the label
+# inspector's trajectories); a larger one from its summary (runs.sketch: bands within 0.5%)
+WHOLE_UP_TO = 200_000
 
 
 class RunRecords:
@@ -77,15 +82,28 @@ class RecordCache:
         self.runs: dict[str, RunRecords] = {}
         self.seen: dict[tuple[str, str], int] = {}
 
-    def refresh(self, run: str) -> RunRecords:
+    def refresh(self, run: str, finished: bool = False) -> RunRecords:
         """The run's records with the batches written since the last call; after the store dropped
-        the run's records (a multiclass run started again), a new RunRecords read from scratch."""
+        the run's records (a multiclass run started again), a new RunRecords read from scratch.
+        A `finished` run first read here with more than WHOLE_UP_TO iteration records is read from
+        its stored summary (sketch.SummaryAggregate), never record by record; if it has new
+        batches later (resumed), it is read anew from its records."""
         if len(self._new(run, "reset")):
             self.forget(run, keep_reset=True)
+        fresh = run not in self.runs
         records = self.runs.setdefault(run, RunRecords())
         if records.n_rows is None:
             records.begin(self._new(run, "begin"))
-        records.iterations.add(self._new(run, "iteration"))
+        if fresh and finished:
+            summary, last = self.store.summary(run)
+            if summary is not None and summary.records > WHOLE_UP_TO:
+                records.iterations = SummaryAggregate(summary, records.n_rows)
+                self.seen[(run, "iteration")] = last
+        new = self._new(run, "iteration")
+        if isinstance(records.iterations, SummaryAggregate) and len(new):
+            self.forget(run)
+            return self.refresh(run)
+        records.iterations.add(new)
         records.add_labels(self._new(run, "label"))
         return records
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from ..._util.text import printable, short_name
 from ...runs.launcher import FINAL
 from ...runs.progress import run_spec
 from ...runs.store import RunStore
@@ -14,7 +15,6 @@ from .live_plots import LivePlots
 from .records import PlotRun, RecordCache
 from .references import lbfgs_references, newton_rows_reference
 from .seed_view import SeedGrouping
-from ..._util.text import printable, short_name
 
 
 def notebook_extension() -> None:
@@ -50,7 +50,7 @@ class RunView:
             row = rows[run]
             if run not in self._complete or row["status"] not in FINAL:  # a resumed run is read again
                 before = self.cache.runs.get(run)
-                if self.cache.refresh(run) is not before and before is not None:  # its records were reset
+                if self.cache.refresh(run, finished=row["status"] in FINAL) is not before and before is not None:  # its records were reset
                     self.plots.forget(run)
                     self.positives.forget(run)
                 if row["status"] in FINAL:  # nothing more will come: read what there is, then stop asking
