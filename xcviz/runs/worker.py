@@ -26,6 +26,7 @@ from .. import __version__
 from ..api import evaluate, fit_inputs, fit_validation, keep_labels
 from ..data.errors import DatasetFormatError
 from ..data.registry import resolve
+from ..data.source import DataSource
 from ..engine.loading import enable_shortcuts
 from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
@@ -116,11 +117,13 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     skip = [p[0] for p in store.pieces(run)]
     sink = SqliteSink(store, run, token)
     with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
+        # a cluster's workers read the data from where the spec names it, not from this process
+        on_cluster = {"cluster": cluster, "source": DataSource.of(spec.dataset, spec.test)} if cluster else {}
         template = solver.fit(
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-            on_block=sink.block, phase=phase_writer(store, run), **({"cluster": cluster} if cluster else {}))
+            on_block=sink.block, phase=phase_writer(store, run), **on_cluster)
     model, done = stored_model(store, run, train.n_labels, train.n_features, template)
     model.info.update({k: v for k, v in template.info.items() if k not in model.info})
     keep_labels(model, train)
