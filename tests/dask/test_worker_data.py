@@ -2,16 +2,19 @@
 sends the workers a recipe (where the files are, how to prepare them), never the rows; each worker
 reads and prepares them once and the model is the threads model, bit for bit."""
 import os
+import pathlib
 import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from xcviz.compute.cluster import connect, parse_cluster
 from xcviz.data.registry import resolve
 from xcviz.data.source import DataChanged, DataSource, training_data
 from xcviz.records.sinks import MemorySink
+from xcviz.solvers._onevsall.block_files import BlockFileError, read_block_file, write_block_file
 from xcviz.solvers._onevsall.dask_backend import DataRecipe
 from xcviz.solvers.dismec import DismecParams, fit_dismec
 from xcviz.solvers.ppdsparse import PPDSparseParams, fit_ppdsparse
@@ -43,8 +46,11 @@ def cluster():
 @pytest.mark.parametrize("fit, params", [(fit_ppdsparse, PPDSparseParams()), (fit_dismec, DismecParams(init="ovap")),
                                          (fit_dismec, DismecParams(init="msi"))], ids=["ppdsparse", "dismec-ovap", "dismec-msi"])
 @pytest.mark.cluster
-def test_workers_read_the_data_and_the_scheduler_never_holds_it(small_xc, cluster, fit, params):
+def test_workers_read_the_data_and_the_scheduler_never_holds_it(small_xc, tmp_path, cluster, fit, params):
+    """...and with blocks_dir the weights go from the workers through files, checked, removed once read."""
     client, _ = cluster
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
     path = str(small_xc[0])
     train, _ = resolve(path)
     source = DataSource.of(path)
@@ -53,7 +59,8 @@ def test_workers_read_the_data_and_the_scheduler_never_holds_it(small_xc, cluste
     try:
         threads_sink, dask_sink = MemorySink(), MemorySink()
         a = fit(train.X, train.Y, params, threads=1, recorder=threads_sink)
-        b = fit(train.X, train.Y, params, threads=1, recorder=dask_sink, cluster=cluster, source=source)
+        b = fit(train.X, train.Y, params, threads=1, recorder=dask_sink, cluster=cluster, source=source,
+                blocks_dir=str(blocks))
     finally:
         client.cluster.scheduler.remove_plugin(name=seen.name)
     assert (a.weights != b.weights).nnz == 0 and a.weights.nnz > 0
@@ -65,6 +72,7 @@ def test_workers_read_the_data_and_the_scheduler_never_holds_it(small_xc, cluste
     assert len(seen.nbytes) == b.info["blocks"]
     tasks = dask_sink.frame("task")
     assert tasks["labels"].sum() == train.n_labels
+    assert list(blocks.iterdir()) == []  # every block file read back and removed
     assert sorted(dask_sink.frame("label")["label"]) == list(range(train.n_labels))
 
 
@@ -90,3 +98,23 @@ def test_a_recipe_is_small_and_a_changed_file_is_refused(small_xc, tmp_path):
     os.remove(path)
     with pytest.raises(DataChanged, match=f"training file {path} cannot be read here"):
         source.check()
+
+
+def test_a_flipped_byte_in_a_block_file_is_detected_naming_the_block(tmp_path):
+    labels = np.array([3, 17, 40])
+    weights = sp.random(3, 50, density=0.3, random_state=0, format="csr")
+    written = write_block_file(tmp_path, "xcviz-run-block-0", labels, weights)
+    assert (read_block_file(written, labels) != weights).nnz == 0
+    assert oct(os.stat(written.path).st_mode & 0o777) == "0o600"
+    file = pathlib.Path(written.path)
+    content = bytearray(file.read_bytes())
+    content[len(content) // 2] ^= 0x01  # one bit of one byte, in the middle of the arrays
+    file.write_bytes(bytes(content))
+    with pytest.raises(BlockFileError) as err:
+        read_block_file(written, labels)
+    message = str(err.value)
+    assert "the block of 3 labels from 3 to 40" in message and written.path in message and "SHA-256" in message
+    assert not any(f"{v:.4f}" in message for v in weights.data)  # the block named, not its contents
+    os.remove(written.path)
+    with pytest.raises(BlockFileError, match="cannot be read"):
+        read_block_file(written, labels)

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -118,7 +119,9 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     sink = SqliteSink(store, run, token)
     with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
         # a cluster's workers read the data from where the spec names it, not from this process
-        on_cluster = {"cluster": cluster, "source": DataSource.of(spec.dataset, spec.test)} if cluster else {}
+        # and write each block's weights to the run's folder, checksummed, for this process to read back
+        on_cluster = {"cluster": cluster, "source": DataSource.of(spec.dataset, spec.test),
+                      "blocks_dir": str(blocks_folder(store, run))} if cluster else {}
         template = solver.fit(
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
@@ -135,6 +138,13 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), done=done, summary=summary)
     return status
+
+
+def blocks_folder(store: RunStore, run: str) -> Path:
+    """The owner-only folder in the run's folder where its Dask workers write blocks' weights."""
+    folder = store.run_dir(run) / "blocks"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
 
 
 def phase_writer(store: RunStore, run: str) -> Callable[[str], None]:

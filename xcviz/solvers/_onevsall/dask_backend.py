@@ -21,6 +21,7 @@ blocks at the end leave no worker with a long last block while the others idle.
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 import threading
 import time
@@ -34,6 +35,7 @@ import scipy.sparse as sp
 
 from ...data.source import DataSource, training_data
 from ...engine.threads import using_threads
+from .block_files import BlockFile, read_block_file, write_block_file
 from .blocks import (BlockCollector, BlockPlan, BlockResult, data_nbytes, labels_to_train, labels_within_budget,
                      solve_block)
 
@@ -111,11 +113,13 @@ def block_plan(todo: np.ndarray, n_pos: np.ndarray, n_workers: int, plan: BlockP
 
 
 def run_task(block_fn: Callable, data, labels: np.ndarray, plan: BlockPlan, n_threads: int | None,
-             epoch: float, record: bool) -> tuple:
+             epoch: float, record: bool, weights_to: tuple[str, str] | None = None) -> tuple:
     """A Dask task: train one block on this worker's numba threads; returns the BlockOutput and its
     telemetry (worker, start, end, seconds, labels, bytes). `data` is the kernel's data or a
-    DataRecipe this worker resolves (recipe_data; its first task reads the files). Records' wall
-    clock counts from the driver's `epoch` (Unix time), through this machine's clock."""
+    DataRecipe this worker resolves (recipe_data; its first task reads the files). weights_to:
+    (folder, name) where the block's weights are written, the BlockOutput then carrying their
+    BlockFile instead (block_files). Records' wall clock counts from the driver's `epoch` (Unix
+    time), through this machine's clock."""
     from distributed import get_worker
 
     start = time.time()
@@ -126,17 +130,24 @@ def run_task(block_fn: Callable, data, labels: np.ndarray, plan: BlockPlan, n_th
         out = solve_block(lambda lab, W, rec, summ: block_fn(data, lab, W, rec, summ, n_threads=used, t0_ns=t0_ns),
                           labels, plan, record)
     end = time.time()
+    nbytes = out.nbytes
+    if weights_to is not None:
+        out = out._replace(weights=write_block_file(*weights_to, out.labels, out.weights))
     return out, {"worker": get_worker().address, "start": start, "end": end, "seconds": end - start,
-                 "labels": int(labels.size), "bytes": out.nbytes}
+                 "labels": int(labels.size), "bytes": nbytes}
 
 
 def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, n_labels: int, n_pos: np.ndarray, *,
                      epoch: float, recorder=None, progress: Callable[[int, int], None] | None = None,
                      skip: np.ndarray | None = None, stop: Callable[[], bool] | None = None,
-                     on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None) -> BlockResult:
+                     on_block: Callable[[np.ndarray, sp.csr_matrix, np.ndarray], None] | None = None,
+                     blocks_dir: str | None = None) -> BlockResult:
     """threads_backend.train_in_blocks on the Dask cluster (Client, ClusterInfo): same arguments
     (block_fn and data, or a DataRecipe its workers resolve, instead of a closure), same records,
     same model. stop() is asked after every finished block; true cancels the blocks not yet done.
+    With `blocks_dir` (a folder the workers and the driver share, the run's), each task writes its
+    weights there and the driver reads them back, checked (block_files.read_block_file raises
+    BlockFileError naming a block whose file changed), then removes the file.
     The result's info holds the cluster's description, workers, cluster_start_seconds,
     scatter_seconds (0 for a recipe), data_bytes and data_from ("workers" or "driver")."""
     from distributed import as_completed
@@ -155,14 +166,21 @@ def train_on_cluster(cluster: tuple, block_fn: Callable, data, plan: BlockPlan, 
     pending = {}
     for b, labels in enumerate(blocks):
         if labels.size:
-            future = client.submit(run_task, block_fn, shared, labels, plan, info.threads, epoch, record,
-                                   key=f"xcviz-{run_id}-block-{b}", retries=0)
+            key = f"xcviz-{run_id}-block-{b}"
+            weights_to = None if blocks_dir is None else (blocks_dir, key)
+            future = client.submit(run_task, block_fn, shared, labels, plan, info.threads, epoch, record, weights_to,
+                                   key=key, retries=0)
             pending[future.key] = (b, future)
     try:
         for future in as_completed([f for _, f in pending.values()]):
             b, _ = pending.pop(future.key)
             out, task = future.result()
+            written = out.weights if isinstance(out.weights, BlockFile) else None
+            if written is not None:
+                out = out._replace(weights=read_block_file(written, out.labels))
             collector.add(out, {"task": b, **task})
+            if written is not None:
+                os.remove(written.path)
             if stop is not None and pending and stop():
                 break
     finally:
