@@ -141,9 +141,13 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
 
 
 def blocks_folder(store: RunStore, run: str) -> Path:
-    """The owner-only folder in the run's folder where its Dask workers write blocks' weights."""
+    """The owner-only folder in the run's folder where its Dask workers write blocks' weights,
+    emptied of the files an earlier session left (killed before reading them back: those blocks are
+    not in the store, so this session trains them again)."""
     folder = store.run_dir(run) / "blocks"
     folder.mkdir(mode=0o700, exist_ok=True)
+    for left in folder.glob("xcviz-*.npz"):
+        left.unlink()
     return folder
 
 

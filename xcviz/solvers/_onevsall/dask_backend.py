@@ -6,9 +6,12 @@ xcviz.data.source.DataSource and how the family prepares its kernel's data), onc
 trimmed back to one copy by Dask's memory manager (distributed#8657) and all of it leaves through
 the driver's connection. Arrays handed to a fit directly (a notebook) have no source: the driver
 scatters them to every worker (`broadcast=True`, never inside the task graph). The driver submits
-one task per block of labels and consumes the results with `as_completed`, handing each to the same BlockCollector a threads run uses: the store stays
-single-writer and the dashboard cannot tell the backends apart. A task runs blocks.solve_block, the threads run's own per-block code, on the worker's numba threads, so every label
-runs the same sequential code and the model is bit-identical to a threads run.
+one task per block of labels and consumes the results with `as_completed`, handing each to the same
+BlockCollector a threads run uses: the store stays single-writer and the dashboard cannot tell the
+backends apart. A task runs blocks.solve_block, the threads run's own per-block code, on the
+worker's numba threads, so every label runs the same sequential code and the model is
+bit-identical to a threads run. With a blocks folder, a task writes its weights there and returns
+their checksum instead (block_files).
 
 Blocks are guided and stratified (`block_plan`): each block takes 1/(GUIDE x workers) of the labels
 still unplanned, so blocks shrink as the run goes on (OpenMP's guided schedule), but never below
