@@ -13,37 +13,48 @@ targets are checked on the median over the repeats of each repeat's ratio to thr
 Problems: Delicious, and the Amazon-670K/10 synthetic shape (n 49,000, d 13,600, 67,000 labels,
 5.45 labels and 75.7 non-zeros per row, 30% test), whose 67,000 labels would take about half an
 hour per contender here: its training uses every 67th label (1,000 labels from head to tail), on
-the full rows and features, so the data each worker receives is the full problem's.
+the full rows and features, so the data each worker receives is the full problem's. The workers read each problem themselves (a DataSource: Delicious by its bundled
+name, the synthetic sample from a file written once to a temporary folder), as a run names its
+data; nothing is scattered (the scatter column reads 0).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 CONTENDERS = ("threads", "local:2x1", "local:1x2")
 TARGETS = {"delicious": 0.15, "synthetic Amazon-670K/10 (1,000 labels)": 0.05}
 
 
-def problems() -> dict:
-    from xcviz.data import load
+def problems(folder: str) -> dict:
+    """{name: (X, Y, source)}: each problem as read from its source, which the Dask workers read
+    too; the synthetic sample is written to `folder` first."""
+    from xcviz.data.registry import resolve
+    from xcviz.data.source import DataSource
     from xcviz.data.synthetic import generate, split
+    from xcviz.data.textio import write_xc
 
-    train, _ = load("delicious")
-    out = {"delicious": (train.X, train.Y)}
+    sample = os.path.join(folder, "amazon670k-10-every-67th-label.txt")
     ds = generate(49_000, 13_600, 67_000, avg_labels=5.45, avg_nnz=75.7, seed=0)
     syn, _ = split(ds, 0.3, seed=0)
-    out["synthetic Amazon-670K/10 (1,000 labels)"] = (syn.X, syn.Y.tocsc()[:, ::67].tocsr())
+    write_xc(sample, dataclasses.replace(syn, Y=syn.Y.tocsc()[:, ::67].tocsr()))
+    out = {}
+    for name, where in (("delicious", "delicious"), ("synthetic Amazon-670K/10 (1,000 labels)", sample)):
+        train, _ = resolve(where)
+        out[name] = (train.X, train.Y, DataSource.of(where))
     return out
 
 
-def _fit(X, Y, contender: str, sessions: dict):
+def _fit(X, Y, source, contender: str, sessions: dict):
     from xcviz.solvers.dismec import fit_dismec
 
     if contender == "threads":
         return fit_dismec(X, Y, threads=2)
-    return fit_dismec(X, Y, threads=2, cluster=sessions[contender])
+    return fit_dismec(X, Y, threads=2, cluster=sessions[contender], source=source)
 
 
 def bench(repeats: int = 3) -> dict:
@@ -52,21 +63,22 @@ def bench(repeats: int = 3) -> dict:
     from xcviz.compute.cluster import connect, parse_cluster
 
     sessions = {c: connect(parse_cluster(c), 2) for c in CONTENDERS if c != "threads"}
+    folder = tempfile.TemporaryDirectory(prefix="xcviz-dask-bench-")
     try:
         results = {}
-        for name, (X, Y) in problems().items():
+        for name, (X, Y, source) in problems(folder.name).items():
             print(f"dask bench: {name}", file=sys.stderr)
             rows = {c: {"seconds": [], "scatter": [], "start": sessions[c][1].cluster_start_seconds
                         if c in sessions else 0.0} for c in CONTENDERS}
             reference = None
             for c in CONTENDERS:  # untimed: kernels loaded in every process; the models must agree
-                model = _fit(X, Y, c, sessions)
+                model = _fit(X, Y, source, c, sessions)
                 reference = reference if reference is not None else model
                 assert (model.weights != reference.weights).nnz == 0, f"{c}: a different model"
             for r in range(repeats):
                 order = CONTENDERS if r % 2 == 0 else CONTENDERS[::-1]
                 for c in order:
-                    model = _fit(X, Y, c, sessions)
+                    model = _fit(X, Y, source, c, sessions)
                     rows[c]["seconds"].append(model.info["train_seconds"])
                     rows[c]["scatter"].append(model.info.get("scatter_seconds", 0.0))
                     rows[c]["blocks"] = model.info.get("blocks", "")
@@ -76,6 +88,7 @@ def bench(repeats: int = 3) -> dict:
     finally:
         for client, _ in sessions.values():
             client.close()
+        folder.cleanup()
 
 
 def section(repeats: int = 3) -> list[str]:

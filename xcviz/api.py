@@ -1,6 +1,7 @@
 """The Python API: `train` a model on a data set, `evaluate` it, and a scikit-learn-style estimator."""
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 import numpy as np
@@ -10,6 +11,7 @@ from . import metrics
 from .data.dataset import Dataset
 from .data.registry import resolve
 from .data.shards import Shards
+from .data.source import DataSource
 from .engine.loading import enable_shortcuts
 from .models.sparse import SparseModel
 from .compute.cluster import cluster_client
@@ -52,7 +54,8 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     C = 1); other solver parameters go in **params (see the solver's parameter class).
     validation: a data set a multiclass solver measures accuracy on while it trains. cluster:
     "local:N[xT]" or "tcp://HOST:PORT" trains a one-vs-all solver's label blocks on Dask (see
-    xcviz.compute.cluster); the model's info then says where, and how long starting and scattering took.
+    xcviz.compute.cluster); the model's info then says where, and how long starting and scattering took
+    (a dataset named by a name or path is read by the workers themselves, arrays are scattered).
     A sharded folder (`xcviz shard`) trains DS-MLR's sync on a cluster without its rows ever being
     read here (the workers read the parts); any other solver reads every part. phase(name) hears
     "compiling" and then "training" when the solver first warms its kernels up in this process
@@ -70,6 +73,8 @@ def train(dataset, solver: str = "dismec", init: str | None = None, loss: str | 
     with cluster_client(cluster, threads) as session:
         if session is not None:
             extra["cluster"] = session
+            if isinstance(dataset, (str, os.PathLike)) and not family.multiclass:  # the workers read it themselves
+                extra["source"] = DataSource.of(os.fspath(dataset))
         model = family.fit(*fit_inputs(ds, solver), p, threads=threads, recorder=recorder, progress=progress,
                            phase=phase, **extra)
     model.info["dataset"] = ds.name

@@ -15,8 +15,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..data.registry import BUNDLED, bundled_files
-from ..data.shards import is_sharded, open_shards
+from ..data.shards import is_sharded
+from ..data.source import data_files
 from .._util.regular_file import open_regular
 from ..compute.cluster import parse_cluster
 from .spec import RunSpec
@@ -34,12 +34,7 @@ def input_files(spec: RunSpec) -> tuple[list[Path], list[Path]]:
     """The files the run reads: the bundled data's (which every run may read) and the user's own
     (confined to a page's data folders). A bundled name may take the user's test file; a sharded
     folder reads its manifest (first), its parts and its test split."""
-    if spec.dataset in BUNDLED and not Path(spec.dataset).exists():
-        return bundled_files(spec.dataset), [Path(spec.test)] if spec.test is not None else []
-    if is_sharded(spec.dataset):
-        files = open_shards(spec.dataset).files()
-        return [], files + ([Path(spec.test)] if spec.test is not None else [])
-    return [], [Path(spec.dataset)] + ([Path(spec.test)] if spec.test is not None else [])
+    return data_files(spec.dataset, spec.test)
 
 
 def confined(files: list[Path], folders: list[str | os.PathLike]) -> list[Path]:

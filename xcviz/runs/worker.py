@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -26,6 +27,7 @@ from .. import __version__
 from ..api import evaluate, fit_inputs, fit_validation, keep_labels
 from ..data.errors import DatasetFormatError
 from ..data.registry import resolve
+from ..data.source import DataSource
 from ..engine.loading import enable_shortcuts
 from ..models.sparse import SparseModel
 from ..solvers import get_solver, make_params
@@ -116,11 +118,15 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     skip = [p[0] for p in store.pieces(run)]
     sink = SqliteSink(store, run, token)
     with cluster_client(spec.cluster, spec.threads, store.run_dir(run)) as cluster:
+        # a cluster's workers read the data from where the spec names it, not from this process
+        # and write each block's weights to the run's folder, checksummed, for this process to read back
+        on_cluster = {"cluster": cluster, "source": DataSource.of(spec.dataset, spec.test),
+                      "blocks_dir": str(blocks_folder(store, run))} if cluster else {}
         template = solver.fit(
             train.X, train.Y, make_params(spec.solver, **spec.params), threads=spec.threads,
             recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
-            on_block=sink.block, phase=phase_writer(store, run), **({"cluster": cluster} if cluster else {}))
+            on_block=sink.block, phase=phase_writer(store, run), **on_cluster)
     model, done = stored_model(store, run, train.n_labels, train.n_features, template)
     model.info.update({k: v for k, v in template.info.items() if k not in model.info})
     keep_labels(model, train)
@@ -132,6 +138,17 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
     summary["peak_rss_mb"] = peak_rss_mb()
     store.update(run, status=status, ended=time.time(), done=done, summary=summary)
     return status
+
+
+def blocks_folder(store: RunStore, run: str) -> Path:
+    """The owner-only folder in the run's folder where its Dask workers write blocks' weights,
+    emptied of the files an earlier session left (killed before reading them back: those blocks are
+    not in the store, so this session trains them again)."""
+    folder = store.run_dir(run) / "blocks"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for left in folder.glob("xcviz-*.npz"):
+        left.unlink()
+    return folder
 
 
 def phase_writer(store: RunStore, run: str) -> Callable[[str], None]:

@@ -33,7 +33,11 @@ class FitOptions:
     asked before every step or block; true ends the run with the model so far. validation: (X, Y)
     a multiclass family measures while training. cluster: a (Client, ClusterInfo) pair of
     xcviz.compute.cluster for a family that distributes. skip, on_block: the labels already trained
-    and the callback of every finished block, for one-vs-all runs that resume. phase(name): told
+    and the callback of every finished block, for one-vs-all runs that resume. source: the
+    xcviz.data.source.DataSource X and Y were read from, which a one-vs-all family's Dask workers
+    read themselves instead of receiving the rows from the driver. blocks_dir: the folder (the
+    run's) where those workers write each block's weights for the driver to read back, checksummed,
+    instead of sending them through the scheduler. phase(name): told
     "compiling" before the kernels' warm-up and "training" after it (solvers.warmup), when there is one."""
 
     threads: int | None = None
@@ -45,6 +49,8 @@ class FitOptions:
     cluster: Any = None
     skip: np.ndarray | None = None
     on_block: Callable | None = None
+    source: Any = None
+    blocks_dir: str | None = None
     phase: Callable[[str], None] | None = None
 
     @classmethod
@@ -67,11 +73,12 @@ class FitOptions:
 
 def one_vs_all(family: str, options: dict) -> tuple:
     """(threads, recorder, run, progress, cluster, background, phase) of a one-vs-all fit's options,
-    background the skip, stop and on_block of solvers._onevsall.run.run_blocks; a validation set is
+    background the skip, stop, on_block, source and blocks_dir of solvers._onevsall.run.run_blocks; a validation set is
     refused (a one-vs-all family measures none while training)."""
     o = FitOptions.of(family, options)
     o.refuse(family, "validation")
-    return (o.threads, o.recorder, o.run, o.progress, o.cluster, {"skip": o.skip, "stop": o.stop, "on_block": o.on_block},
+    return (o.threads, o.recorder, o.run, o.progress, o.cluster, {"skip": o.skip, "stop": o.stop, "on_block": o.on_block,
+                                                                             "source": o.source, "blocks_dir": o.blocks_dir},
             o.phase)
 
 
@@ -116,7 +123,7 @@ class Driver:
     def __init__(self, X, Y, params: param.Parameterized, **options) -> None:
         self.X, self.Y, self.p = X, Y, params
         self.options = FitOptions.of(self.name, options)
-        self.options.refuse(self.name, "skip", "on_block")
+        self.options.refuse(self.name, "skip", "on_block", "source", "blocks_dir")
         self.threads, self.recorder = self.options.threads, self.options.recorder
         self.values = param_dict(params)
         self.total = 0  # steps in all (progress's total)

@@ -8,6 +8,7 @@ the block's records to the sink and reports progress.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -18,7 +19,8 @@ from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
 from ._onevsall.run import run_blocks, warm_up
-from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem, training_rows
+from ._onevsall.blocks import (Problem, TrainingRows, begin_recording, finish_model, prepare_problem, problem_data,
+                               training_rows)
 from ._driver import one_vs_all
 from .params import param_dict
 
@@ -75,7 +77,8 @@ def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
 
 class DismecData(NamedTuple):
     """What every block's kernel reads: the prepared rows, the positives, the starting point and the
-    solver's constants (built once by the driver; a Dask run scatters it to every worker)."""
+    solver's constants (built by `dismec_data`, by the driver and by each Dask worker from the rows it
+    reads, or scattered to the workers when the fit was given arrays only)."""
 
     rows: TrainingRows
     dim: int
@@ -85,6 +88,14 @@ class DismecData(NamedTuple):
     init_vec: np.ndarray
     constants: tuple     # loss, C, eps, cg_eps, max_iter, regularize_bias, bias_index, bias_weight, msi_s, msi_t
     record: bool
+
+
+def dismec_data(prob: Problem, init_mode: int, init_vec: np.ndarray | None, constants: tuple,
+                record: bool) -> DismecData:
+    """The kernel's data of a prepared problem; init_vec None is the rows' column means (the start
+    of init zero, bias and msi), made here from the rows, so a Dask task need not carry it."""
+    return DismecData(prob.rows, prob.dim, prob.pos_ptr, prob.pos_rows, init_mode,
+                      prob.rows.colsum / prob.n if init_vec is None else init_vec, constants, record)
 
 
 def dismec_block(data: DismecData, labels: np.ndarray, W: np.ndarray, rec: np.ndarray, summ: np.ndarray, *,
@@ -136,11 +147,14 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
             init_vec = ovap_start(rows, dim, bias_index, p, t0_ns)
         else:
             init_mode = {"zero": K.INIT_ZERO, "bias": K.INIT_BIAS, "msi": K.INIT_MSI}[p.init]
-            init_vec = rows.colsum / prob.n
-        data = DismecData(rows, dim, prob.pos_ptr, prob.pos_rows, init_mode, init_vec,
-                          (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index, p.bias_weight,
-                           p.msi_s, msi_t), record)
+            init_vec = None
+        args = (init_mode, init_vec, (loss, p.C, p.eps, p.cg_eps, p.max_iter, p.regularize_bias, bias_index,
+                                      p.bias_weight, p.msi_s, msi_t), record)
+        data = dismec_data(prob, *args)
+        prepare = partial(problem_data, build=dismec_data, args=args, normalize=p.normalize, bias=p.bias,
+                          order_rows=True)
         result = run_blocks(dismec_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
+                            prepare=prepare,
                             iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
                             first_iteration=0, prune_threshold=p.prune_threshold, rec_len=rec_len,
                             recorder=recorder, progress=progress, **background)

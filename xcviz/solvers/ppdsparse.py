@@ -17,7 +17,7 @@ from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
 from ._onevsall.run import run_blocks, warm_up
-from ._onevsall.blocks import TrainingRows, begin_recording, finish_model, prepare_problem
+from ._onevsall.blocks import Problem, TrainingRows, begin_recording, finish_model, prepare_problem, problem_data
 from ._driver import one_vs_all
 from .params import param_dict
 
@@ -98,7 +98,8 @@ def trivial_objective(n_pos: np.ndarray, n: int, p: PPDSparseParams) -> np.ndarr
 
 
 class PPDSparseData(NamedTuple):
-    """What every block's kernel reads (built once by the driver; a Dask run scatters it)."""
+    """What every block's kernel reads (built by `ppdsparse_data`, by the driver and by each Dask
+    worker from the rows it reads, or scattered to the workers when the fit was given arrays only)."""
 
     rows: TrainingRows
     rownorm2: np.ndarray
@@ -107,6 +108,17 @@ class PPDSparseData(NamedTuple):
     pos_rows: np.ndarray
     constants: tuple     # loss, C, lam, tau, kappa, passes, draws, x_threshold, eps, max_iter, bias_index, bias, seed
     record: bool
+
+
+def ppdsparse_data(prob: Problem, search: bool, constants: tuple, record: bool) -> PPDSparseData:
+    """The kernel's data of a prepared problem: its rows, their squared norms and X's columns
+    (sorted by magnitude for the two-level search when `search`)."""
+    n, rows = prob.n, prob.rows
+    features = sp.csr_matrix((rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64)),
+                             shape=(n, prob.dim))[:, :prob.n_features]
+    rownorm2 = np.bincount(np.repeat(np.arange(n), np.diff(rows.indptr.astype(np.int64))), weights=rows.data ** 2,
+                           minlength=n)
+    return PPDSparseData(rows, rownorm2, _columns(features, search), prob.pos_ptr, prob.pos_rows, constants, record)
 
 
 def ppdsparse_block(data: PPDSparseData, labels: np.ndarray, W: np.ndarray, rec: np.ndarray, summ: np.ndarray, *,
@@ -138,17 +150,15 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
     prob = prepare_problem(X, Y, p.normalize, p.bias)
-    n, rows, dim, bias_index = prob.n, prob.rows, prob.dim, prob.bias_index
-    features = sp.csr_matrix((rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64)),
-                             shape=(n, dim))[:, :prob.n_features]
-    rownorm2 = np.bincount(np.repeat(np.arange(n), np.diff(rows.indptr.astype(np.int64))), weights=rows.data ** 2,
-                           minlength=n)
+    n = prob.n
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.HINGE
     record = recorder is not None
     rec_len = p.max_iter if record else 1
-    data = PPDSparseData(rows, rownorm2, _columns(features, p.x_threshold > 0), prob.pos_ptr, prob.pos_rows,
-                         (loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps, p.max_iter,
-                          bias_index, float(p.bias), p.seed), record)
+    args = (p.x_threshold > 0, (loss, p.C, p.lam, p.tau, p.kappa, p.passes, p.draws, p.x_threshold, p.eps,
+                                p.max_iter, prob.bias_index, float(p.bias), p.seed), record)
+    data = ppdsparse_data(prob, *args)
+    prepare = partial(problem_data, build=ppdsparse_data, args=args, normalize=p.normalize, bias=p.bias,
+                      order_rows=False)
 
     with using_threads(threads) as n_threads:
         if record:
@@ -156,6 +166,7 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
                             problem=prob, iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS)
         extras = partial(with_bounds, n=n, lam=p.lam, tau=p.tau, C=p.C, loss=p.loss, bias=p.bias)
         result = run_blocks(ppdsparse_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
+                            prepare=prepare,
                             iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
                             first_iteration=1, prune_threshold=p.prune_threshold, rec_len=rec_len,
                             recorder=recorder, label_extras=extras, progress=progress, **background)

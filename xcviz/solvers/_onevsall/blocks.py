@@ -84,6 +84,14 @@ def prepare_problem(X: sp.spmatrix, Y: sp.spmatrix, normalize: bool, bias: float
                    dim - 1 if bias > 0 else -1)
 
 
+def problem_data(X: sp.spmatrix, Y: sp.spmatrix, build: Callable, args: tuple, *, normalize: bool, bias: float,
+                 order_rows: bool):
+    """A kernel's data made from X and Y as a driver makes it: build(prepare_problem(...), *args).
+    What a Dask worker runs on the rows it read itself (dask_backend.DataRecipe), so that its data
+    is the driver's, array for array."""
+    return build(prepare_problem(X, Y, normalize, bias, order_rows), *args)
+
+
 def begin_recording(recorder, *, run: str, solver: str, params: dict, n_threads: int, problem: Problem,
                     iter_fields: tuple[str, ...], label_fields: tuple[str, ...]) -> None:
     """The `begin` record every driver sends: what runs on what, and which fields follow."""
