@@ -58,15 +58,19 @@ def test_with_the_whole_run_as_the_slice_the_prediction_is_the_run(solver):
 
 def test_a_slice_predicts_memoirs_time_and_records_on_bibtex():
     """5% of MEMOIR's 50 batches (3) predict the 5-epoch run's records exactly (one a batch) and its time
-    within a factor of two (timings under load: the tight check is the benchmark's)."""
+    within a factor of two of a whole run made just before or just after it (timings under load: a
+    load that comes or goes between the two measurements moved one of them by more than 2x in CI;
+    the tight check is the benchmark's)."""
     train, _ = load("bibtex")
     sink = MemorySink()
     model = xcviz.train(train, solver="memoir", threads=1, recorder=sink)
     result = estimate_slice(train, "memoir", {}, 1)
+    after = xcviz.train(train, solver="memoir", threads=1).info["train_seconds"]
     assert (result["slice_steps"], result["total_steps"]) == (3, 50)
     assert result["record_count"] == len(sink.iterations)
-    assert 0.5 < result["train_seconds"] / model.info["train_seconds"] < 2.0, (result, model.info["train_seconds"])
-    assert result["slice_seconds"] < model.info["train_seconds"] / 3
+    measured = (model.info["train_seconds"], after)
+    assert any(0.5 < result["train_seconds"] / m < 2.0 for m in measured), (result, measured)
+    assert result["slice_seconds"] < max(measured) / 3
 
 
 def test_one_vs_all_solvers_go_to_the_label_sample():

@@ -553,7 +553,9 @@ def test_ten_runs_at_a_glance_one_legend_one_x_range_medians_only_and_log_smooth
     page.screenshot(path=str(ARTIFACTS / "dashboard-log-ema.png"))
     page.locator("select").filter(has_text="rolling median").last.select_option(label="raw")
     page.locator("select").filter(has_text="cumulative work").last.select_option(label="wall time (s)")
-    done = _until(page, lambda figs: any(f["title"] == "labels done" for f in figs))
+    # the switch redraws figure by figure: wait for the other figures to leave the one-vs-all run too
+    done = _until(page, lambda figs: any(f["title"] == "labels done" for f in figs)
+                  and all("wide-zero" not in f["labels"] for f in figs if f["title"] != "labels done"))
     (labels_done,) = [f for f in done if f["title"] == "labels done"]
     assert labels_done["subtitle"].strip() == "one count per one-vs-all run"
     assert labels_done["dy"] == [1, 24] and labels_done["labels"] == ["wide-zero"], labels_done
