@@ -64,6 +64,18 @@ def _wait_for(predicate, timeout=120.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _first_task_workers(store: RunStore, run: str, timeout: float = 120.0, what: str = "the first task"
+                        ) -> list[psutil.Process]:
+    """The run's Dask processes listening on the address of the worker that ran its first task, once
+    that task is recorded (one process, unless the run's process tree changed meanwhile)."""
+    _wait_for(lambda: len(store.records(run, "task")[0]) >= 1 or store.get(run)["status"] not in ("queued", "running"),
+              timeout=timeout, what=what)
+    first = store.records(run, "task")[0]["worker"].iloc[0]
+    port = int(first.rsplit(":", 1)[1])
+    return [p for p in _dask_processes(store.get(run)["pid"])
+            if any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in p.net_connections())]
+
+
 def _kill_all(processes) -> None:
     for proc in processes:
         try:
@@ -104,13 +116,7 @@ def test_local_cluster_run_matches_a_threads_run(tmp_path, reference):
 def test_a_worker_killed_after_its_first_task_is_replaced(tmp_path, reference):
     store = RunStore(tmp_path)
     run = launch(RunSpec(dataset="bibtex", params=PARAMS, cluster="local:2x1", name="worker-killed"), store)
-    _wait_for(lambda: len(store.records(run, "task")[0]) >= 1 or store.get(run)["status"] not in ("queued", "running"),
-              what="the first task")
-    first = store.records(run, "task")[0]["worker"].iloc[0]
-    port = int(first.rsplit(":", 1)[1])
-    driver = store.get(run)["pid"]
-    victims = [p for p in _dask_processes(driver)
-               if any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in p.net_connections())]
+    victims = _first_task_workers(store, run)
     assert len(victims) == 1, "the worker process that ran the first task"
     assert store.get(run)["done"] < 159, "the run must still have blocks left when the worker dies"
     os.kill(victims[0].pid, signal.SIGKILL)

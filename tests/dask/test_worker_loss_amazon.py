@@ -6,10 +6,9 @@ blocks; the run completes with the model of an uninterrupted threads run, bit fo
 import os
 import signal
 
-import psutil
 import pytest
 
-from tests.dask.test_cluster_runs import _assert_same_model, _dask_processes, _model, _wait_for
+from tests.dask.test_cluster_runs import _assert_same_model, _first_task_workers, _model
 from xcviz.data.presets import like_with_labels
 from xcviz.data.registry import resolve
 from xcviz.data.textio import write_xc
@@ -34,12 +33,7 @@ def test_a_worker_killed_on_an_amazon_shape_sample_leaves_the_model_unchanged(tm
     store = RunStore(tmp_path / "home")
     run = launch(RunSpec(dataset=str(path), params=PARAMS, threads=1, cluster="local:4x1", name="amazon-killed"),
                  store)
-    _wait_for(lambda: len(store.records(run, "task")[0]) >= 1 or store.get(run)["status"] not in ("queued", "running"),
-              timeout=300, what="the first block")
-    first = store.records(run, "task")[0]["worker"].iloc[0]
-    port = int(first.rsplit(":", 1)[1])
-    victims = [p for p in _dask_processes(store.get(run)["pid"])
-               if any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in p.net_connections())]
+    victims = _first_task_workers(store, run, timeout=300, what="the first block")
     assert len(victims) == 1, "the worker process that trained the first block"
     assert store.get(run)["done"] < 300, "the run must still have blocks left when the worker dies"
     os.kill(victims[0].pid, signal.SIGKILL)
