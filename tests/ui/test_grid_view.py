@@ -2,6 +2,8 @@
 "medians only", smoothing in the log axis's space, gaps floored below every solver's tolerance,
 and titles that keep the smoothing on a line of their own."""
 import numpy as np
+from bokeh.document import Document
+from panel.io.state import set_curdoc
 
 from xcviz.app.ui.fields import GAP_FLOOR
 from xcviz.app.ui.run_view import RunView
@@ -142,3 +144,34 @@ def test_the_grid_legend_escapes_a_run_name(tmp_path):
     view = RunView(store)
     view.update({r["id"]: r for r in store.list()}, [run])
     assert "<img" not in view.plots.legend.object and "&lt;img" in view.plots.legend.object
+
+
+def test_every_change_a_redraw_makes_to_a_figure_leaves_in_a_panel_hold(tmp_path):
+    """A figure whose lines shrink (here the one-vs-all run's nnz, which the wall axis leaves out) is
+    sent apart, one source at a time, yet inside Panel's hold like the rest: Panel queues a held
+    message while the websocket is busy, and a change made outside a hold took Bokeh's own path
+    and overtook it, so a queued smoothing change reached the page after the next x-axis switch
+    and drew the old runs in the shrunk figure for good (a CI run of the browser test, twice)."""
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    doc = Document()
+    with set_curdoc(doc):
+        doc.add_root(plots.grid.get_root(doc))
+        seen: dict[int, object] = {}
+        unheld = []
+        trigger = doc.callbacks.trigger_on_change
+
+        def spy(event) -> None:
+            if id(event) not in seen:  # a held event is triggered again when the hold ends
+                seen[id(event)] = event
+                if doc.callbacks.hold_value is None:
+                    unheld.append(event)
+            trigger(event)
+
+        doc.callbacks.trigger_on_change = spy
+        lines_before = len(plots._sources["nnz"][1].data["xs"])
+        plots.x_axis.value = "wall"
+    assert lines_before == 1 and plots._sources["nnz"][1].data["xs"] == []  # it shrank: sent apart
+    figure_models = {m.id for pane in plots._figures.values() for m in pane.object.references()}
+    changed = [e for e in unheld if getattr(e, "model", None) is not None and e.model.id in figure_models]
+    assert changed == [], [(type(e.model).__name__, getattr(e, "attr", None)) for e in changed]

@@ -25,6 +25,7 @@ converge, which is no climb).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from html import escape
 from typing import NamedTuple
 
@@ -205,7 +206,11 @@ class LivePlots:
         BokehJS painted a patches glyph whose source shrank within one message with the indices
         of before ("Out of bounds" in PatchesView, bokeh#12718 and #10938 are kin). Fewer points
         (another x-axis thins them differently) do not count: that was most figures at every
-        switch of the x-axis, and the scatter glyph draws them right in one message."""
+        switch of the x-axis, and the scatter glyph draws them right in one message.
+        Every message, those one by one included, leaves through Panel's hold: Panel queues a held
+        message while the websocket is busy, and a change sent outside a hold takes Bokeh's own
+        path, which overtook it. A smoothing change's message, queued, then reached the page after
+        the next x-axis switch's shrinking figures and drew the old runs in them for good."""
         # each run's own plotted fields: a one-vs-all run's objective gap replaces its objective, not
         # the objective of a multiclass run beside it, which then went undrawn
         self._plotted = {run: set(plotted_fields(set(r.records.iterations.fields()))) for run, r in self.runs.items()}
@@ -220,7 +225,7 @@ class LivePlots:
             for i in (0, 1, 3))]  # the bands, lines and climbs
         drawn: dict[str, set[str | None]] = {}
         for field in shrinking:
-            self._apply(field, plans.pop(field), drawn)
+            self._apply(field, plans.pop(field), drawn, alone=True)
         with pn.io.hold():
             self.window.disabled = self.smoothing.value == "raw"  # in the same message as the figures
             for field, plan in plans.items():
@@ -244,14 +249,22 @@ class LivePlots:
             [(self.runs[run].name, self.runs[run].color, c) for run, _, c in curves])
         return _Plan(curves, log_y, refs, sent, data)
 
-    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[str | None]]) -> None:
+    def _apply(self, field: str, plan: _Plan, drawn: dict[str, set[str | None]], alone: bool = False) -> None:
         """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = what
-        the band of each run it draws spans ("labels", "workers"; None: one trajectory)."""
+        the band of each run it draws spans ("labels", "workers"; None: one trajectory). `alone`:
+        each source's new data in a message of its own, then the rest in one (see `redraw`)."""
+        if plan.data is not None:
+            for source, columns in zip(self._sources[field], plan.data):
+                with pn.io.hold() if alone else nullcontext():
+                    source.data = columns
+        with pn.io.hold() if alone else nullcontext():
+            self._apply_view(field, plan, drawn)
+
+    def _apply_view(self, field: str, plan: _Plan, drawn: dict[str, set[str | None]]) -> None:
+        """The rest of `_apply`, once the sources hold the planned data."""
         curves, log_y, refs, sent, data = plan
         fig = self._figures[field].object
         if data is not None:  # new data, or a new view of it: new ranges too
-            for source, columns in zip(self._sources[field], data):
-                source.data = columns
             self._sent[field] = sent
             view = (tuple(run for run, _, _ in curves), self._settings(), log_y, tuple(refs))
             follow, self._views[field] = self._views.get(field) != view, view
