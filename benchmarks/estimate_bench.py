@@ -12,7 +12,6 @@ at 5% (multiclass: the estimate from a slice of the steps, `xcviz.runs.estimate_
 it into BENCHMARKS.md."""
 from __future__ import annotations
 
-import os
 import time
 
 import xcviz
@@ -23,7 +22,7 @@ from xcviz.runs.estimate import estimate
 from xcviz.runs.estimate_slice import estimate_slice
 from xcviz.solvers import get_solver
 
-from shared import load_debian
+from shared import load_average, load_debian
 
 THREADS = 2
 SAMPLE = 200
@@ -79,7 +78,7 @@ def section(rows: list[dict], amazon: dict | None) -> list[str]:
     """BENCHMARKS.md's section: a row per case, its errors, whether the 25% target is met."""
     now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = ["## Estimates before a run (`xcviz estimate`)", "",
-             f"`benchmarks/estimate_bench.py` (`--only estimate`) on {now}, load {_load()}, {THREADS} threads: the "
+             f"`benchmarks/estimate_bench.py` (`--only estimate`) on {now}, load {load_average()}, {THREADS} threads: the "
              f"estimate from {SAMPLE} labels sampled alike from ten groups by positives (a multiclass family: "
              "from the first 5% of its steps, at least 3), then the whole run, in one "
              f"process. Target: predicted seconds within {TARGET:.0%} of the measured.", "",
@@ -102,10 +101,6 @@ def section(rows: list[dict], amazon: dict | None) -> list[str]:
                   f"{amazon['record_count']:,} records, from {amazon['sampled_labels']} labels trained in "
                   f"{amazon['sample_seconds']:.0f} s."]
     return lines
-
-
-def _load() -> str:
-    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 def run(full: bool = True) -> list[str]:

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shared import load_average
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.1  # seconds, issue 16
 
@@ -142,4 +144,4 @@ def render(name: str, r: dict, repeats: int, load: str) -> list[str]:
 if __name__ == "__main__":
     name = sys.argv[1] if len(sys.argv) > 1 else "bibtex"
     result = measure(name)
-    print("\n".join(render(name, result, 5, " / ".join(f"{v:.1f}" for v in os.getloadavg()))))
+    print("\n".join(render(name, result, 5, load_average())))

@@ -36,6 +36,7 @@ from ppdsparse_scaling import LABELS as SCALING_LABELS
 from ppdsparse_scaling import SIZES as SCALING_SIZES
 from ppdsparse_scaling import save as save_scaling
 from ppdsparse_scaling import section as scaling_section
+from shared import load_average
 from targets import target_rows
 from xcviz import metrics
 from xcviz.data import load
@@ -282,10 +283,6 @@ def _kept(old: str, headings: tuple[str, ...] = KEPT) -> str:
     return "".join(out)
 
 
-def _load() -> str:
-    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
-
-
 def _scaling(values: tuple[int, ...], axis: str) -> list[str]:
     """PPDSparse's scaling section in N or K; its measurements saved for docs/scaling_figure.py."""
     lines, results = scaling_section(values, axis)
@@ -304,11 +301,11 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         return
     if name == "dismec":  # the ## bibtex and ## delicious tables, each in place (the Targets table stays)
         for dataset in ("bibtex", "delicious"):
-            load_before = _load()
+            load_before = load_average()
             rows = bench_dataset(dataset, repeats)
             lines = dataset_table(dataset, rows, f"Rerun alone (`--only dismec`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                                   f"medians of {repeats}, load average (1 / 5 / 15 min) {load_before} before and "
-                                  f"{_load()} after (above about 2, other jobs shared the machine): compare rows of this table only; the Targets "
+                                  f"{load_average()} after (above about 2, other jobs shared the machine): compare rows of this table only; the Targets "
                                   "table below is from the last full `make bench`.")
             old = out.read_text()
             start = old.index(f"\n## {dataset}\n") + 1
@@ -316,7 +313,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
             out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "dismecpp":  # its own subsections (the kept "### Issue 16's targets" stays after them)
-        lines = render_peers(bench_peers(repeats), repeats, _load())
+        lines = render_peers(bench_peers(repeats), repeats, load_average())
         start = old.find(lines[0])
         if start >= 0:
             kept = old.find(f"\n{KEPT[0]}", start)
@@ -354,8 +351,8 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
         return
     if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
-        before = _load()
-        lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {_load()} after")
+        before = load_average()
+        lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {load_average()} after")
         if lines[0] in old:
             start = old.index(lines[0])
             end = old.index("\n### ", start + 1) + 1
@@ -364,7 +361,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
         return
     if name == "memoir":
-        lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
+        lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
         start = old.index(lines[0])
         end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
     elif name == "dsmlr":  # its own section, after MEMOIR's
@@ -410,14 +407,14 @@ def main() -> None:
         _replace_section(Path(args.out), args.only, args.repeats)
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
-    memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", _load())
+    memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)
     ldgs_lines = render_ldgs(bench_ldgs())
     core = bench_core(args.repeats)
     print("benchmarking DiSMEC++, napkinXC and omikuji side by side ...", file=sys.stderr)
-    peer_lines = render_peers(bench_peers(args.repeats), args.repeats, _load())
+    peer_lines = render_peers(bench_peers(args.repeats), args.repeats, load_average())
     print("benchmarking PPDSparse's settings ...", file=sys.stderr)
     ppdsparse_lines = (ppdsparse_section("bench", min(args.repeats, 3)) + _scaling(SCALING_SIZES, "n")
                        + _scaling(SCALING_LABELS, "K"))

@@ -1,5 +1,6 @@
 """What the benchmarks find beside the repository in `../shared` (or $XCVIZ_SHARED): peers' sources and
-the real data set debian-tags, in one place so every benchmark reads them the same way.
+the real data set debian-tags, in one place so every benchmark reads them the same way; and the
+machine's load as every section quotes it.
 
 debian-tags (`../shared/data/debian-tags`, see its SOURCE.md) is real multi-label data, 20,068 x 24,219
 with 560 labels, too large to bundle; a benchmark that uses it skips it, saying so, where it is absent.
@@ -31,3 +32,9 @@ def load_debian():
 
     files = debian_files()
     return None if files is None else load_files(*files)
+
+
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages as a section quotes them ("1.2 / 0.9 / 0.7"): on 2 cores,
+    above about 2 other jobs shared the machine with the measurement."""
+    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
