@@ -2,17 +2,23 @@
 
 Run it on purpose, after a change that is meant to change a family's numbers:
 `python tests/golden/make_golden.py` (then review the diff of the .npz and .json files). The
-contract test `tests/test_golden.py` trains the same cases and demands bit-identical weights.
+contract test `tests/test_golden.py` trains the same cases (`--out DIR`) and demands bit-identical
+weights. Both run with OpenBLAS's Haswell (AVX2) kernels: OpenBLAS picks its kernels by CPU, an
+AVX-512 machine's differ from an AVX2 one's in the last bit, and LDGS's projection goes through
+BLAS (its golden weights failed on an AVX-512 machine, and passed there with these kernels).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+BLAS_ENV = {"OPENBLAS_CORETYPE": "Haswell"}  # every x86-64 CPU this runs on has AVX2
 
 # family -> (generator keywords, solver parameters): small enough for a second each, large enough
 # that every family runs its real code paths (several labels, several epochs, an index).
@@ -50,14 +56,27 @@ def weights(model) -> dict[str, np.ndarray]:
     return {"V": model.V, "W": model.W}
 
 
-def main(families: list[str]) -> None:
+def pinned_env() -> dict[str, str]:
+    """This environment with OpenBLAS's kernels pinned (BLAS_ENV): set before numpy loads."""
+    return {**os.environ, **BLAS_ENV}
+
+
+def main(families: list[str], out: Path = HERE) -> None:
     for family in families or list(CASES):
         model, scores = train_case(family)
-        np.savez_compressed(HERE / f"{family}.npz", **weights(model))
-        (HERE / f"{family}.json").write_text(json.dumps({k: round(v, 10) for k, v in scores.items()},
-                                                        indent=1, sort_keys=True) + "\n")
+        np.savez_compressed(out / f"{family}.npz", **weights(model))
+        (out / f"{family}.json").write_text(json.dumps({k: round(v, 10) for k, v in scores.items()},
+                                                       indent=1, sort_keys=True) + "\n")
         print(family, {k: round(v, 2) for k, v in scores.items() if k in ("P@1", "accuracy")})
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if any(os.environ.get(k) != v for k, v in BLAS_ENV.items()):  # numpy is not loaded yet: start again pinned
+        os.execve(sys.executable, [sys.executable, *sys.argv], pinned_env())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("families", nargs="*", help=f"the cases to write: {', '.join(CASES)} (default: all)")
+    parser.add_argument("--out", type=Path, default=HERE, help="the folder to write (default: beside this file)")
+    args = parser.parse_args()
+    if set(args.families) - set(CASES):
+        parser.error(f"unknown case {', '.join(sorted(set(args.families) - set(CASES)))}; known: {', '.join(CASES)}")
+    main(args.families, args.out)
