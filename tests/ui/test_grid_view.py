@@ -152,7 +152,7 @@ def test_every_change_a_redraw_makes_to_a_figure_leaves_in_a_panel_hold(tmp_path
     message while the websocket is busy, and a change made outside a hold took Bokeh's own path
     and overtook it, so a queued smoothing change reached the page after the next x-axis switch
     and drew the old runs in the shrunk figure for good (a CI run of the browser test, twice)."""
-    view, short, long, wide = _view(tmp_path)
+    view, *_ = _view(tmp_path)
     plots = view.plots
     doc = Document()
     with set_curdoc(doc):

@@ -151,6 +151,17 @@ class SparseModel:
         indptr, indices, data, _ = prepare_rows(X.indptr, X.indices, X.data, self.n_features, self.normalize, 0.0)
         return indptr, indices, data
 
+    def as_inner_products(self, X: sp.spmatrix) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """(class vectors, query rows) whose inner products are this model's scores: the weights
+        with the bias weights as one more column, and X preprocessed as at training with `bias`
+        in that column; so any maximum-inner-product search over the classes predicts with it."""
+        indptr, indices, data = self._rows(X)
+        rows = sp.csr_matrix((data, indices.astype(np.int64), indptr.astype(np.int64)),
+                             shape=(X.shape[0], self.n_features))
+        classes = sp.hstack([self.weights, sp.csr_matrix(self.bias_weights.reshape(-1, 1))], format="csr")
+        bias = sp.csr_matrix(np.full((X.shape[0], 1), self.bias))
+        return classes, sp.hstack([rows, bias], format="csr")
+
     def decision_function(self, X: sp.spmatrix) -> np.ndarray:
         """Dense n x L scores (small problems, tests and teaching only)."""
         indptr, indices, data = self._rows(X)
