@@ -104,6 +104,6 @@ def test_a_small_finished_run_is_still_read_whole(big_run, monkeypatch):
     inspector, cache = _inspect(store, run, 13)
     aggregate = cache.runs[run].iterations
     assert not isinstance(aggregate, SummaryAggregate) and len(aggregate.records()) == sum(
-        (np.arange(LABELS) % 4 + 2))
+        np.arange(LABELS) % 4 + 2)
     assert aggregate.trajectory(13)["objective"].tolist() == [113.0, 103.0, 93.0]
     assert len(inspector.slowest.value) == 10

@@ -18,7 +18,7 @@ time, one value per label) and the number of records, labels and batches it cove
 from __future__ import annotations
 
 import io
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
