@@ -59,12 +59,10 @@ def write_all_atomic(files: Mapping[str | os.PathLike, Content], *, mode: int | 
                 os.fsync(f.fileno())
             if mode is not None:
                 os.chmod(tmp, mode)
-        while written:
-            tmp, path = written[0]
+        for tmp, path in written:
             os.replace(tmp, path)
-            written.pop(0)
     except BaseException:
-        for tmp, _ in written:
+        for tmp, _ in written:  # those renamed already are gone: nothing to remove
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
