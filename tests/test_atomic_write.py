@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from xcviz._util.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_all_atomic, write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate
@@ -99,7 +99,7 @@ def test_the_file_and_then_its_folder_are_fsynced(tmp_path, monkeypatch):
 # file) until the test SIGKILLs it
 _STOPS_HALFWAY = """
 import os, sys, time
-from xcviz._util.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_all_atomic, write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate
@@ -117,7 +117,7 @@ write_atomic(sys.argv[1], half)
 # the file ready); the test SIGKILLs it at some point while it writes
 _REWRITER = """
 import sys
-from xcviz._util.atomic_write import write_atomic
+from xcviz._util.atomic_write import write_all_atomic, write_atomic
 from xcviz.data.dataset import Dataset
 from xcviz.data.shards import MANIFEST, write_shards
 from xcviz.data.synthetic import generate
@@ -204,3 +204,24 @@ def test_a_killed_writers_old_temporary_file_is_removed_by_the_next_write(tmp_pa
     assert target.read_bytes() == b"whole"
     # the hour-old one of this target goes; a young one (a write in progress) and another file's stay
     assert _leftovers(tmp_path) == [".other.ghi.tmp", ".target.def.tmp"]
+
+
+def test_several_files_are_replaced_only_when_every_one_was_written(tmp_path):
+    """write_all_atomic: a content that fails midway (the second of three, a streamed one) leaves
+    every target as it was and no temporary file; all written, all are replaced."""
+    targets = [tmp_path / name for name in ("a.html", "b.csv", "c.json")]
+    for t in targets:
+        t.write_bytes(b"old " + t.name.encode())
+
+    def failing(f):
+        f.write(b"half of b")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_all_atomic({targets[0]: b"new a", targets[1]: failing, targets[2]: b"new c"})
+    assert [t.read_bytes() for t in targets] == [b"old a.html", b"old b.csv", b"old c.json"]
+    assert _leftovers(tmp_path, keep=[t.name for t in targets]) == []
+    write_all_atomic({targets[0]: b"new a", targets[1]: lambda f: f.write(b"new b"), targets[2]: b"new c"}, mode=0o644)
+    assert [t.read_bytes() for t in targets] == [b"new a", b"new b", b"new c"]
+    assert [stat.S_IMODE(t.stat().st_mode) for t in targets] == [0o644] * 3
+    assert _leftovers(tmp_path, keep=[t.name for t in targets]) == []

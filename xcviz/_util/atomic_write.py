@@ -17,9 +17,10 @@ import errno
 import os
 import tempfile
 import time
-from typing import BinaryIO, Callable, Union
+from collections.abc import Callable, Mapping
+from typing import BinaryIO
 
-Content = Union[bytes, Callable[[BinaryIO], object]]
+Content = bytes | Callable[[BinaryIO], object]
 
 TEMP_SUFFIX = ".tmp"
 STALE_SECONDS = 3600  # a temporary file this old is a killed writer's: no live write takes an hour
@@ -33,27 +34,40 @@ def write_atomic(path: str | os.PathLike, content: Content, *, mode: int | None 
     temporary file's owner-only 0o600. The temporary file is `.<name>.<random>.tmp` beside `path`;
     those of earlier writers of `path` killed midway (SIGKILL leaves them) are removed once an hour old.
     """
-    path = os.fspath(path)
-    folder, name = os.path.split(path)
-    folder = folder or os.curdir
-    _remove_stale(folder, name)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+    write_all_atomic({path: content}, mode=mode)
+
+
+def write_all_atomic(files: Mapping[str | os.PathLike, Content], *, mode: int | None = None) -> None:
+    """Replace each of `files` ({path: content}, as `write_atomic` takes them) whole, and none of
+    them unless every content was written: all are written to their temporary files first (a
+    callable content streams into its file), then renamed over their targets."""
+    written: list[tuple[str, str]] = []
     try:
-        with open(fd, "wb") as f:
-            if callable(content):
-                content(f)
-            else:
-                f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        for path, content in files.items():
+            path = os.fspath(path)
+            folder, name = os.path.split(path)
+            folder = folder or os.curdir
+            _remove_stale(folder, name)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+            written.append((tmp, path))
+            with open(fd, "wb") as f:
+                if callable(content):
+                    content(f)
+                else:
+                    f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+            if mode is not None:
+                os.chmod(tmp, mode)
+        for tmp, path in written:
+            os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        for tmp, _ in written:  # those renamed already are gone: nothing to remove
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
-    _fsync_folder(folder)
+    for folder in sorted({os.path.dirname(os.fspath(p)) or os.curdir for p in files}):
+        _fsync_folder(folder)
 
 
 def sync_files(paths) -> None:
@@ -76,13 +90,12 @@ def _remove_stale(folder: str, name: str) -> None:
     """Remove the temporary files `.<name>.*.tmp` in `folder` older than STALE_SECONDS (left by
     writers of the same file that were killed); younger ones may belong to a write in progress."""
     prefix, now = f".{name}.", time.time()
-    with contextlib.suppress(OSError):
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX):
-                    with contextlib.suppress(OSError):
-                        if now - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS:
-                            os.unlink(entry.path)
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS:
+                        os.unlink(entry.path)
 
 
 def _fsync_folder(folder: str) -> None:

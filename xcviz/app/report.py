@@ -12,10 +12,12 @@ import html
 import io
 import json
 import re
-import tempfile
 import time
 import zipfile
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 from bokeh.embed import file_html
@@ -23,10 +25,11 @@ from bokeh.layouts import column, gridplot
 from bokeh.models import Div
 from bokeh.resources import Resources
 
-from .._util.atomic_write import write_atomic
+from .._util.atomic_write import Content, write_all_atomic
 from ..engine.threads import max_threads
+from ..runs.record_stream import chunks, write_csv, write_json
 from ..runs.store import RunStore
-from ..runs.sweep import swept_parameter, sweep_table
+from ..runs.sweep import sweep_table, swept_parameter
 from .ui.figures import show_legends
 from .ui.run_view import RunView
 from .ui.sweep_view import sweep_figures
@@ -193,51 +196,55 @@ def download_name(kind: str, names: list[str], suffix: str) -> str:
     return f"xcviz-{kind}-{one or f'{len(names)}-runs'}.{suffix}"
 
 
-def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, bytes]:
-    """Each run's iteration and label records as CSV and JSON: {`STEM-LABEL-KINDs.csv`/`.json`: content},
-    LABEL the run's `run_label`. Label records only when the run has some (MEMOIR, DS-MLR and LDGS
-    record none: an empty file would only suggest something went missing)."""
-    files = {}
+def _record_files(store: RunStore, runs: list[str], stem: Path) -> dict[Path, Content]:
+    """Each run's iteration and label records as CSV and JSON: {`STEM-LABEL-KINDs.csv`/`.json`: a
+    writer that streams them from the store (runs.record_stream: one chunk of rows in memory at a
+    time)}, LABEL the run's `run_label`. Label records only when the run has some (MEMOIR, DS-MLR
+    and LDGS record none: an empty file would only suggest something went missing)."""
+    files: dict[Path, Content] = {}
     for run in runs:
         label = run_label(store.get(run)["name"], run)
         for kind in KINDS:
-            frame, _ = store.records(run, kind)
-            if kind == "label" and frame.empty:
+            if kind == "label" and not store.has_records(run, kind):
                 continue
             base = f"{stem.name}-{label}-{kind}s"  # a name may hold a '.': never `with_suffix` (it cut there)
-            files[stem.with_name(f"{base}.csv")] = frame.to_csv(index=False).encode("utf-8")
-            files[stem.with_name(f"{base}.json")] = frame.to_json(orient="records").encode("utf-8")
+            for suffix, write in ((".csv", write_csv), (".json", write_json)):
+                files[stem.with_name(base + suffix)] = partial(_stream, write, store, run, kind)
     return files
 
 
-def _write_all(files: dict[Path, bytes]) -> list[Path]:
-    """Write files built beforehand, each whole or not at all (a failed build writes nothing)."""
-    for path, content in files.items():
-        write_atomic(path, content, mode=SHARED)
-    return list(files)
+def _stream(write: Callable[[Iterable[pd.DataFrame], BinaryIO], None], store: RunStore, run: str, kind: str,
+            out: BinaryIO) -> None:
+    write(chunks(store, run, kind), out)
 
 
 def write_records(store: RunStore, runs: list[str], stem: str | Path) -> list[Path]:
     """Each run's iteration and label records as `STEM-LABEL-iterations.csv` / `.json` (and labels),
     LABEL the run's name made safe for a file name, then its id (`run_label`)."""
-    return _write_all(_record_files(store, runs, Path(stem)))
+    files = _record_files(store, runs, Path(stem))
+    write_all_atomic(files, mode=SHARED)
+    return list(files)
 
 
 def write_report(store: RunStore, runs: list[str], out: str | Path) -> list[Path]:
-    """Write the HTML report and, beside it, each run's iteration and label records as CSV and JSON.
-    Everything is built before the first file is written, and each file is replaced whole: a report
-    rewritten over an earlier one never leaves a torn file, nor a mix when the build fails."""
+    """Write the HTML report and, beside it, each run's iteration and label records as CSV and JSON
+    (streamed from the store). Every file is written to a temporary name before the first one
+    replaces its target (`write_all_atomic`): a report rewritten over an earlier one never leaves
+    a torn file, nor a mix when the build fails."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stem = out.with_name(out.name.removesuffix(".html"))  # "bibtex C=0.5" stays whole, not "bibtex C=0"
     files = {out: build_report(store, runs).encode("utf-8")} | _record_files(store, runs, stem)
-    return _write_all(files)
+    write_all_atomic(files, mode=SHARED)
+    return list(files)
 
 
 def records_archive(store: RunStore, runs: list[str]) -> bytes:
-    """A zip of the runs' records as CSV and JSON (what `write_records` writes), for a download."""
+    """A zip of the runs' records as CSV and JSON (what `write_records` writes), for a download:
+    each file streamed into its compressed member, so only the zip is held whole."""
     buffer = io.BytesIO()
-    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in write_records(store, runs, Path(tmp) / "xcviz"):
-            archive.write(path, path.name)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, write in _record_files(store, runs, Path("xcviz")).items():
+            with archive.open(path.name, "w", force_zip64=True) as member:
+                write(member)
     return buffer.getvalue()

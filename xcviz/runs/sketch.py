@@ -18,6 +18,7 @@ time, one value per label) and the number of records, labels and batches it cove
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -198,14 +199,16 @@ class Summary:
 class SummaryAggregate(RunAggregate):
     """A finished run's `RunAggregate` read from its stored summary instead of its records: the
     same fields, axes (iteration, wall time for labels done, cumulative work) and bands, with band
-    edges within the bound of the module's docstring. It holds no records (`records()` and
-    `trajectory()` are empty); a batch added later (the run was resumed) is refused, and the
-    reader goes back to the records (`RecordCache`)."""
+    edges within the bound of the module's docstring. It holds no records (`records()` is empty);
+    `trajectory(label)` asks `trajectories` for the label's records (the store's:
+    `label_trajectory.StoredTrajectories`), empty without it. A batch added later (the run was
+    resumed) is refused, and the reader goes back to the records (`RecordCache`)."""
 
-    def __init__(self, summary: Summary, n_rows: int | None = None, quantiles: tuple[float, float] = QUANTILES
-                 ) -> None:
+    def __init__(self, summary: Summary, n_rows: int | None = None, quantiles: tuple[float, float] = QUANTILES,
+                 trajectories: Callable[[int], pd.DataFrame] | None = None) -> None:
         super().__init__(n_rows, quantiles)
         self.summary = summary
+        self._trajectories = trajectories
         self.version = 1
         self._work = summary.work()
         self._done = np.sort(summary.arrays["done_at"])
@@ -216,6 +219,10 @@ class SummaryAggregate(RunAggregate):
 
     def __len__(self) -> int:
         return self.summary.records
+
+    def trajectory(self, label: int) -> pd.DataFrame:
+        """One label's iteration records, by iteration, read for this label alone."""
+        return self._trajectories(label) if self._trajectories is not None else super().trajectory(label)
 
     def fields(self) -> list[str]:
         return self.summary.fields + (["labels_done"] if len(self._done) else [])

@@ -32,9 +32,10 @@ import sqlite3
 import stat
 import time
 import uuid
+import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -64,11 +65,17 @@ CREATE TABLE IF NOT EXISTS batches (
 CREATE TABLE IF NOT EXISTS summaries (
     run TEXT NOT NULL, kind TEXT NOT NULL, level INTEGER NOT NULL, seq INTEGER NOT NULL, payload BLOB NOT NULL,
     PRIMARY KEY (run, kind, level, seq));
+CREATE TABLE IF NOT EXISTS batch_labels (
+    run TEXT NOT NULL, kind TEXT NOT NULL, label INTEGER NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (run, kind, label, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pieces (
     run TEXT NOT NULL, seq INTEGER NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (run, seq));
 """
 _ADDED_IN_2 = ("pid_start INTEGER", "claim TEXT", "inputs TEXT")
-# version 3 adds the `summaries` table (made by _SCHEMA); runs recorded before have none and are read whole
+# version 3 adds the `summaries` table (made by _SCHEMA); runs recorded before have none and are read whole.
+# `batch_labels` (which batches hold a label's records, one row per label of a one-vs-all batch) came
+# later within version 3: a new table, which writers that predate it leave alone, so a run's index is
+# used only when it covers the run (`labels_indexed`); otherwise a label is found by a scan.
 SUMMARY_FANOUT = 8  # this many summaries of one level are merged into one of the next (see _add_summary)
 
 
@@ -86,6 +93,18 @@ def _pack(arrays: dict[str, np.ndarray]) -> bytes:
 def _unpack(blob: bytes) -> dict[str, np.ndarray]:
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
+
+
+def _column_types(blob: bytes) -> dict[str, np.dtype]:
+    """A packed batch's {column: dtype}, from each array's .npy header alone."""
+    types = {}
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        for name in archive.namelist():
+            with archive.open(name) as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                types[name.removesuffix(".npy")] = read(f)[2]
+    return types
 
 
 def _rows(db: sqlite3.Connection, run: str) -> int | None:
@@ -545,12 +564,14 @@ class RunStore:
     @staticmethod
     def _insert_batch(db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
         """Append a batch; a one-vs-all iteration batch (whole labels, no `epoch`) also adds its
-        summary (sketch.Summary, derived fields included) in the same transaction."""
-        db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES "
-                   "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?), ?, ?)",
-                   (run, run, kind, _pack(columns)))
+        summary (sketch.Summary, derived fields included) and its labels to `batch_labels` (the
+        label inspector's index) in the same transaction."""
+        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
+        db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
             RunStore._add_summary(db, run, kind, Summary.of(with_derived(pd.DataFrame(columns), _rows(db, run))))
+            db.executemany("INSERT INTO batch_labels (run, kind, label, seq) VALUES (?, ?, ?, ?)",
+                           ((run, kind, int(label), seq) for label in np.unique(columns["label"])))
 
     @staticmethod
     def _add_summary(db: sqlite3.Connection, run: str, kind: str, summary: Summary) -> None:
@@ -596,6 +617,47 @@ class RunStore:
             return pd.DataFrame(), after
         return pd.concat([pd.DataFrame(_unpack(r["payload"])) for r in rows], ignore_index=True), rows[-1]["seq"]
 
+    def stored_batches(self, run: str, kind: str) -> Iterator[pd.DataFrame]:
+        """The records of one kind, one stored batch (a block of labels) at a time, read from SQLite
+        as they are consumed: a reader of a run of any size holds one batch."""
+        with self._db() as db:
+            for row in db.execute("SELECT payload FROM batches WHERE run = ? AND kind = ? ORDER BY seq", (run, kind)):
+                yield pd.DataFrame(_unpack(row["payload"]))
+
+    def column_types(self, run: str, kind: str) -> list[dict[str, np.dtype]]:
+        """The distinct {column: dtype} of the run's batches of `kind`, in the order they first
+        appear, read from the arrays' headers (no array is read): what one DataFrame of all of
+        them would hold is then known before any record is read."""
+        seen: list[dict[str, np.dtype]] = []
+        with self._db() as db:
+            for row in db.execute("SELECT payload FROM batches WHERE run = ? AND kind = ? ORDER BY seq", (run, kind)):
+                types = _column_types(row["payload"])
+                if types not in seen:
+                    seen.append(types)
+        return seen
+
+    def has_records(self, run: str, kind: str) -> bool:
+        with self._db() as db:
+            return db.execute("SELECT 1 FROM batches WHERE run = ? AND kind = ? LIMIT 1", (run, kind)).fetchone() is not None
+
+    def labels_indexed(self, run: str, kind: str = "iteration") -> int:
+        """How many (label, batch) pairs of the run `batch_labels` holds (0 in a store without the
+        table). A run whose every batch is indexed has as many as its summary's `labels`."""
+        with self._db() as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batch_labels'").fetchone() is None:
+                return 0
+            return db.execute("SELECT COUNT(*) FROM batch_labels WHERE run = ? AND kind = ?", (run, kind)).fetchone()[0]
+
+    def label_records(self, run: str, label: int, kind: str = "iteration") -> pd.DataFrame:
+        """One label's records, read through `batch_labels` (an indexed lookup, then only the
+        batches that hold the label): empty when the index does not name the label."""
+        with self._db() as db:
+            rows = db.execute("SELECT b.payload FROM batch_labels AS i JOIN batches AS b ON b.run = i.run AND "
+                              "b.seq = i.seq WHERE i.run = ? AND i.kind = ? AND i.label = ? ORDER BY i.seq",
+                              (run, kind, int(label))).fetchall()
+        parts = [frame[frame["label"].to_numpy() == label] for frame in (pd.DataFrame(_unpack(r[0])) for r in rows)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
     def clear_records(self, run: str) -> None:
         """Drop a run's records (a multiclass run that starts again writes them anew). A `reset`
         batch takes their place in the same transaction, so batch numbers keep growing and a reader
@@ -604,6 +666,7 @@ class RunStore:
             last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM batches WHERE run = ?", (run,)).fetchone()[0]
             db.execute("DELETE FROM batches WHERE run = ?", (run,))
             db.execute("DELETE FROM summaries WHERE run = ?", (run,))
+            db.execute("DELETE FROM batch_labels WHERE run = ?", (run,))
             db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, 'reset', ?)",
                        (run, last + 1, _pack({"dropped_through": np.array([last])})))
 
@@ -644,7 +707,7 @@ class RunStore:
             raise StoreError(f"run {run} is {row['status']}: cancel it before deleting it")
         folder = self._folder(run)  # refused before anything is deleted
         with self._transaction() as db:
-            for table, key in (("batches", "run"), ("summaries", "run"), ("pieces", "run"), ("runs", "id")):
+            for table, key in (("batches", "run"), ("summaries", "run"), ("batch_labels", "run"), ("pieces", "run"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run,))
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -13,11 +13,13 @@ from typing import NamedTuple
 import pandas as pd
 
 from ...runs.aggregate import RunAggregate
+from ...runs.label_trajectory import StoredTrajectories
 from ...runs.sketch import SummaryAggregate
 from ...runs.store import RunStore
 
 # a finished run with at most this many iteration records is read whole (exact bands, the label
-# inspector's trajectories); a larger one from its summary (runs.sketch: bands within 0.5%)
+# inspector's trajectories from memory); a larger one from its summary (runs.sketch: bands within
+# 0.5%), a trajectory then read from the store per label inspected
 WHOLE_UP_TO = 200_000
 
 
@@ -86,7 +88,9 @@ class RecordCache:
         """The run's records with the batches written since the last call; after the store dropped
         the run's records (a multiclass run started again), a new RunRecords read from scratch.
         A `finished` run first read here with more than WHOLE_UP_TO iteration records is read from
-        its stored summary (sketch.SummaryAggregate), never record by record; if it has new
+        its stored summary (sketch.SummaryAggregate), never record by record, its label records
+        read whole (one per label) and a label's trajectory read alone when inspected
+        (label_trajectory.StoredTrajectories); if it has new
         batches later (resumed), it is read anew from its records."""
         if len(self._new(run, "reset")):
             self.forget(run, keep_reset=True)
@@ -97,7 +101,8 @@ class RecordCache:
         if fresh and finished:
             summary, last = self.store.summary(run)
             if summary is not None and summary.records > WHOLE_UP_TO:
-                records.iterations = SummaryAggregate(summary, records.n_rows)
+                records.iterations = SummaryAggregate(
+                    summary, records.n_rows, trajectories=StoredTrajectories(self.store, run, summary.labels, records.n_rows))
                 self.seen[(run, "iteration")] = last
         new = self._new(run, "iteration")
         if isinstance(records.iterations, SummaryAggregate) and len(new):
