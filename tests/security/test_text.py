@@ -117,3 +117,10 @@ def test_a_long_run_name_is_shortened_in_the_plots_keeping_its_start_and_end(tmp
     assert sorted(shown) == sorted(short_name(n) for n in names) and all(len(s) == 60 for s in shown)
     assert {s[-9:] for s in shown} == {"xx-decomp", "-decomp-2"} and "\u2026" in shown[0]
     assert short_name("bibtex-decomp") == "bibtex-decomp"
+
+
+def test_a_name_that_reads_as_a_domain_or_a_url_is_no_link():
+    """Panel's parser links bare domains and schemes; hypothesis found "ש.lt" rendered as one."""
+    for value in ("ש.lt", "evil.com", "www.x.lt", "http://localhost", "a@b.co", "mailto:a@b", "run.v1: C=0.5"):
+        parsed = _rendered(markdown_text(value))
+        assert parsed.tags <= {"p"} and "".join(parsed.text).strip() == value, (value, parsed.tags)

@@ -10,6 +10,7 @@ from benchmarks.dashboard import fill_store, measure
 from xcviz import solvers
 from xcviz.runs.launcher import wait
 from xcviz.runs.store import RunStore
+from xcviz._util.text import markdown_text
 from xcviz.app.dashboard import Dashboard
 from xcviz.app.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 from xcviz.app.ui.launch import LaunchPanel
@@ -172,7 +173,7 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     assert table.ticked() == [runs[2]]  # the page opened on the newest run (another solver: a comparison alone)
     table.table.selection = []
     table.resume_button.clicks += 1  # nothing ticked: the page says what to do
-    assert table.message.visible and "Tick the runs to resume first." in table.message.object
+    assert table.message.visible and markdown_text("Tick the runs to resume first.") in table.message.object
     # rows in the order the runs were made (a new run never moves a row), shown newest first
     assert list(table.table.value["solver"]) == ["dismec", "dismec", "ppdsparse"]
     assert list(table.table.value.index) == [r["number"] for r in store.list()]

@@ -10,6 +10,7 @@ from bokeh.document import Document
 from xcviz.engine.threads import max_threads
 from xcviz.runs.spec import RunSpec
 from xcviz.runs.store import RunStore
+from xcviz._util.text import markdown_text
 from xcviz.app.dashboard import Dashboard
 from xcviz.app.ui.launch import LaunchPanel
 
@@ -139,7 +140,7 @@ def test_resume_says_a_multiclass_run_starts_again_and_delete_refuses_a_training
     store.update(ldgs, status="running")
     table.ticked_ids = [ldgs]
     table.delete_button.clicks += 1
-    assert not table.confirm.visible and "bibtex-decomp is still training: cancel, then delete" in table.message.object
+    assert not table.confirm.visible and markdown_text("bibtex-decomp is still training: cancel, then delete") in table.message.object
     assert len(store.list()) == 2
 
 

@@ -18,8 +18,10 @@ import re
 
 # Characters that start Markdown inline syntax (emphasis, code, links, images, tables, footnotes,
 # task boxes, strikethrough, math) anywhere in a line; a backslash makes each a literal character.
-# `&`, `<`, `>` and quotes are HTML-escaped instead (a backslash does not disable raw HTML).
-_INLINE = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
+# `&`, `<`, `>` and quotes are HTML-escaped instead (a backslash does not disable raw HTML). Dots
+# and colons too: Panel's parser links bare domains and schemes ("evil.com", "http://x"), and an
+# escaped one splits the text its linkify step reads (a run named "a.lt" rendered as a link).
+_INLINE = re.compile(r"([\\`*_{}\[\]()#+!|~$.:])")
 # What starts a block only at the start of a line (a list, a heading underline, a numbered list).
 _BLOCK = re.compile(r"^([-=])|^(\d+)([.)])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
