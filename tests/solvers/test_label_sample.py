@@ -8,6 +8,7 @@ import scipy.sparse as sp
 import xcviz
 from xcviz import metrics
 from xcviz.app import report
+from xcviz.app.ui.estimate_view import estimate_rows
 from xcviz.data.label_sample import draw_labels, positives_per_label, sample_count
 from xcviz.data.synthetic import generate
 from xcviz.runs.estimate import estimate
@@ -68,6 +69,9 @@ def test_an_estimate_of_a_sample_run_is_of_that_run(data):
     model = xcviz.train(data, threads=1, label_sample=30)
     result = estimate(data, "dismec", {"label_sample": 30}, 1, sample=30)  # every label of the run's sample
     assert result["sampled_labels"] == 30 and result["model_nnz"] == model.nnz
+    assert result["label_sample"] == {"labels": 30, "of": data.n_labels}
+    table = estimate_rows([("<i>mine</i>", result)], threads=1)
+    assert f"&lt;i&gt;mine&lt;/i&gt;: a sample of 30 of {data.n_labels} labels" in table
 
 
 def test_a_background_run_of_a_sample_says_so_in_its_summary_progress_and_report(tmp_path, monkeypatch):

@@ -43,7 +43,8 @@ def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample:
              workers: tuple[int, ...] = (), seed: int = 0) -> dict:
     """The predicted `train_seconds`, `peak_rss_mb`, `model_nnz` and `record_count` of training
     `solver` with `params` on `train` (one-vs-all; on the labels its `label_sample` draws, if it
-    asks for part of them), with `sampled_labels` and `sample_seconds`;
+    asks for part of them, said by `label_sample`: {"labels", "of"}), with `sampled_labels` and
+    `sample_seconds`;
     `workers` adds the predicted seconds on each Dask worker count (`workers_seconds`)."""
     family = get_solver(solver)
     if family.multiclass:
@@ -52,7 +53,9 @@ def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample:
     Y = train.Y
     n_pos = np.diff(Y.tocsc().indptr)
     run_labels = draw_labels(n_pos, params.get("label_sample") or 0)
+    of = {}
     if run_labels is not None:  # a run of a label sample: the estimate is of that sample's run
+        of = {"label_sample": {"labels": int(run_labels.size), "of": int(n_pos.size)}}
         Y, n_pos, params = Y[:, run_labels].tocsr(), n_pos[run_labels], {**params, "label_sample": 0}
     groups = stratified_sample(n_pos, sample, seed=seed)
     drawn = np.sort(np.concatenate([d for _, d in groups]))
@@ -77,7 +80,7 @@ def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample:
            "peak_rss_mb": round((resident + added) / 1024 + nnz * MODEL_ENTRY_BYTES / 2**20, 1),
            "model_nnz": int(round(nnz)),
            "record_count": int(round(predicted["records"].sum())),
-           "sampled_labels": int(drawn.size), "sample_seconds": round(wall, 3)}
+           "sampled_labels": int(drawn.size), "sample_seconds": round(wall, 3), **of}
     if workers:
         prediction = predict_makespan(predicted["seconds"], n_pos, model.info.get("data_bytes", 0), workers=workers)
         out["workers_seconds"] = {int(p): round(float(s), 3) for p, s in zip(prediction.workers, prediction.seconds)}
