@@ -87,7 +87,14 @@ def keep_labels(model: SparseModel, ds: Dataset | Shards) -> None:
     info, saved with it), so that a test file read later on its own maps its labels the same way."""
     values = getattr(ds, "label_values", None)
     if values is not None:
-        model.info["label_values"] = values.tolist()
+        model.info["label_values"] = values.tolist()  # every label's, as the files number them (also for a sample)
+
+
+def on_sample(model: SparseModel, Y: sp.spmatrix) -> sp.spmatrix:
+    """The columns of label matrix Y that `model` holds: those its `label_sample` drew (info; the
+    model's rows are those labels, in order), else Y as it is."""
+    sample = model.info.get("label_sample")
+    return Y if sample is None else sp.csr_matrix(Y)[:, sample["labels"]].tocsr()
 
 
 def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None = None, ks: Sequence[int] = (1, 3, 5),
@@ -98,6 +105,9 @@ def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None =
     Accuracy and macro-F1 come with a multi-class test split, and with a multi-label one for a
     multiclass model, which meets each row once per label (its replicated copies, as it trained:
     a copy is right when the row's top class is its label).
+    A model of a label sample (its info's `label_sample`) is scored on its labels alone: the test
+    rows' other labels are dropped, as if the data set had only the sampled ones, and the rows left
+    with none of them are not scored (`rows_scored` says how many are).
     PSP is left out when `psp_unavailable(train)` says why (no, a sharded or a tiny training split). A sharded
     test split is predicted part by part: one part's features in memory at a time, beside every
     part's labels and top k (the same numbers as the whole split at once)."""
@@ -107,11 +117,17 @@ def evaluate(model: SparseModel, test: Dataset | Shards, train: Dataset | None =
     family = get_solver(model.solver)
     replicate = family.multiclass and not family.multilabel
     pieces = ([test.part(k) for k in range(len(test.parts))] if isinstance(test, Shards) else [test])
-    predicted = [(piece.Y, model.predict_topk(piece.X, k=max(ks), threads=threads)[0]) for piece in pieces]
+    predicted = [(on_sample(model, piece.Y), model.predict_topk(piece.X, k=max(ks), threads=threads)[0])
+                 for piece in pieces]
     Y = sp.vstack([y for y, _ in predicted], format="csr") if len(predicted) > 1 else predicted[0][0]
     topk = np.concatenate([t for _, t in predicted])
-    inv_prop = 1.0 / metrics.propensities(train.Y) if train is not None else None
+    scored = np.diff(Y.indptr) > 0 if "label_sample" in model.info else None
+    if scored is not None:  # a row with no sampled label says nothing about the sample's model
+        Y, topk = Y[scored], topk[scored]
+    inv_prop = 1.0 / metrics.propensities(on_sample(model, train.Y)) if train is not None else None
     result = metrics.evaluate(Y, topk, ks=ks, inv_prop=inv_prop)
+    if scored is not None:
+        result["rows_scored"] = int(scored.sum())
     per_row = np.diff(Y.indptr)
     if np.all(per_row == 1) or (replicate and per_row.any()):  # one class per row, or per replicated copy
         truth = Y.indices

@@ -391,7 +391,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         test_ds, _ = load_files(args.dataset, for_training=False, labels=labels)
         train_ds = None
-    unseen = test_ds.n_labels - model.n_labels
+    unseen = test_ds.n_labels - model.info.get("label_sample", {}).get("of", model.n_labels)  # a sample's: of all
     if labels is not None and unseen > 0:  # columns after the model's: never predicted, they count as misses
         print(f"xcviz: {unseen} label(s) of {args.dataset} never occurred in the model's training file; "
               "they count as misses", file=sys.stderr)

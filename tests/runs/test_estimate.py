@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import xcviz
+from xcviz.data.label_sample import stratified_sample
 from xcviz.data.synthetic import generate
 from xcviz.records.sinks import MemorySink
-from xcviz.runs.estimate import estimate, extrapolate, stratified_sample
+from xcviz.runs.estimate import estimate, extrapolate
 from xcviz.runs.spec import RunSpec
 
 

@@ -109,6 +109,15 @@ def _sweep(rows: list[dict]) -> list:
         [gridplot(figures, ncols=3, toolbar_location="right")] if figures else [])
 
 
+def _sample_note(row: dict) -> str:
+    """What a run of a label sample trained and what its metrics are on, said plainly."""
+    sample, rows = row["summary"]["label_sample"], row["summary"].get("rows_scored")
+    scored = f", on the {int(rows):,} test rows that have one of them" if rows is not None else ""
+    return (f"<p><b>{html.escape(row['name'] or row['id'])}</b> trained a sample of {int(sample['labels']):,} of "
+            f"{int(sample['of']):,} labels, drawn stratified by positives: its model holds those labels alone and "
+            f"its metrics are computed on them alone{scored}.</p>")
+
+
 def _settings(rows: list[dict]) -> str:
     """The runs' specs: the settings all runs share, once; a table of those whose values differ
     among the runs that have them, run by run; each solver's other settings, once per solver."""
@@ -149,6 +158,7 @@ def build_report(store: RunStore, runs: list[str], title: str = "xcviz run repor
     env = pd.DataFrame([{"run": r["name"], **r["versions"]} for r in rows])
     errors = "".join(f"<p><b>{html.escape(r['name'])} failed</b>: {html.escape(r['error'])}</p>"
                      for r in rows if r["error"])
+    errors += "".join(_sample_note(r) for r in rows if r["summary"].get("label_sample"))
     header = Div(text=(
         f"<h1>{html.escape(title)}</h1><p>Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by xcviz. "
         f"Plots: a one-vs-all run's median over the labels still training and 5-95% band; one trajectory "

@@ -16,24 +16,14 @@ import time
 import numpy as np
 
 from ..data.dataset import Dataset
+from ..data.label_sample import draw_labels, stratified_sample
 from ..records.sinks import MemorySink
 from ..solvers import get_solver, make_params
 from .costmodel import list_schedule, predict_makespan
 from .memory import memory_kb, reset_peak
 
 SAMPLE = 200   # labels trained for an estimate
-STRATA = 10    # groups of labels by positives, each sampled alike
 MODEL_ENTRY_BYTES = 12  # a stored weight: an 8-byte value and a 4-byte feature index
-
-
-def stratified_sample(n_pos: np.ndarray, sample: int, strata: int = STRATA, seed: int = 0) -> list[np.ndarray]:
-    """Labels grouped by positives into `strata` groups of (nearly) equal size, each with the labels
-    drawn from it: [(group, drawn)], drawing the same share of every group, at least one label."""
-    order = np.argsort(n_pos, kind="stable")
-    groups = [g for g in np.array_split(order, min(strata, max(1, order.size))) if g.size]
-    rng = np.random.default_rng(seed)
-    share = min(1.0, sample / max(1, order.size))
-    return [(g, np.sort(rng.choice(g, max(1, round(share * g.size)), replace=False))) for g in groups]
 
 
 def extrapolate(groups: list, labels: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -52,20 +42,28 @@ def extrapolate(groups: list, labels: dict[str, np.ndarray]) -> dict[str, np.nda
 def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample: int = SAMPLE,
              workers: tuple[int, ...] = (), seed: int = 0) -> dict:
     """The predicted `train_seconds`, `peak_rss_mb`, `model_nnz` and `record_count` of training
-    `solver` with `params` on `train` (one-vs-all), with `sampled_labels` and `sample_seconds`;
+    `solver` with `params` on `train` (one-vs-all; on the labels its `label_sample` draws, if it
+    asks for part of them, said by `label_sample`: {"labels", "of"}), with `sampled_labels` and
+    `sample_seconds`;
     `workers` adds the predicted seconds on each Dask worker count (`workers_seconds`)."""
     family = get_solver(solver)
     if family.multiclass:
         raise ValueError(f"{solver} trains all classes at once: an estimate samples labels of a one-vs-all "
                          "solver (dismec, ppdsparse)")
-    n_pos = np.diff(train.Y.tocsc().indptr)
+    Y = train.Y
+    n_pos = np.diff(Y.tocsc().indptr)
+    run_labels = draw_labels(n_pos, params.get("label_sample") or 0)
+    of = {}
+    if run_labels is not None:  # a run of a label sample: the estimate is of that sample's run
+        of = {"label_sample": {"labels": int(run_labels.size), "of": int(n_pos.size)}}
+        Y, n_pos, params = Y[:, run_labels].tocsr(), n_pos[run_labels], {**params, "label_sample": 0}
     groups = stratified_sample(n_pos, sample, seed=seed)
     drawn = np.sort(np.concatenate([d for _, d in groups]))
     resident = memory_kb("VmRSS")
     reset_peak()  # the peak of the sample's training alone
     sink = MemorySink()
     start = time.perf_counter()
-    model = family.fit(train.X, train.Y[:, drawn].tocsr(), make_params(solver, **params), threads=threads,
+    model = family.fit(train.X, Y[:, drawn].tocsr(), make_params(solver, **params), threads=threads,
                        recorder=sink)
     wall = time.perf_counter() - start - model.info.get("compile_seconds", 0.0)  # kernels load once a process
     added = max(0, memory_kb("VmHWM") - resident)
@@ -82,7 +80,7 @@ def estimate(train: Dataset, solver: str, params: dict, threads: int, *, sample:
            "peak_rss_mb": round((resident + added) / 1024 + nnz * MODEL_ENTRY_BYTES / 2**20, 1),
            "model_nnz": int(round(nnz)),
            "record_count": int(round(predicted["records"].sum())),
-           "sampled_labels": int(drawn.size), "sample_seconds": round(wall, 3)}
+           "sampled_labels": int(drawn.size), "sample_seconds": round(wall, 3), **of}
     if workers:
         prediction = predict_makespan(predicted["seconds"], n_pos, model.info.get("data_bytes", 0), workers=workers)
         out["workers_seconds"] = {int(p): round(float(s), 3) for p, s in zip(prediction.workers, prediction.seconds)}

@@ -18,7 +18,8 @@ COMPILING_TEXT = "compiling kernels"
 
 
 def progress_text(row: dict, spec: dict | None = None) -> str:
-    """Labels done (one-vs-all) or epochs done (multiclass) of a store row, e.g. "128/159 labels";
+    """Labels done (one-vs-all) or epochs done (multiclass) of a store row, e.g. "128/159 labels"
+    ("128/200 sampled" for a run of a label sample: its estimate and report say of how many);
     COMPILING_TEXT while a running run warms its kernels up (solvers.warmup: the phase its worker
     writes into the summary), which is not training time."""
     spec = run_spec(row) if spec is None else spec
@@ -30,6 +31,8 @@ def progress_text(row: dict, spec: dict | None = None) -> str:
     if solver is not None and solver.multiclass:
         epochs = spec.get("params", {}).get("epochs") or solver.params().param["epochs"].default
         return f"{epochs * done / total if total else 0:.1f}/{epochs} epochs"
+    if spec.get("params", {}).get("label_sample"):  # short enough for the runs table's column
+        return f"{done}/{total} sampled"
     return f"{done}/{total} labels"
 
 

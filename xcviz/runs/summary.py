@@ -25,6 +25,9 @@ def model_summary(model, n_train: int, n_test: int | None = None) -> dict:
     summary.update({k: model.info[k] for k in CLUSTER_KEYS if k in model.info})
     if "objective_climbs" in model.info:  # records.climbs: the runs table flags them
         summary["objective_climbs"] = model.info["objective_climbs"]
+    if "label_sample" in model.info:  # a sample of N of K labels: the page and the report say so
+        sample = model.info["label_sample"]
+        summary["label_sample"] = {"labels": len(sample["labels"]), "of": sample["of"]}
     if n_test is not None:
         summary["n_test"] = n_test
     return summary

@@ -127,11 +127,13 @@ def _train(store: RunStore, run: str, token: str, row: dict) -> str:
             recorder=sink, run=run, progress=lambda done, total: store.update(run, done=done, total=total),
             skip=np.concatenate(skip) if skip else None, stop=lambda: store.cancel_requested(run),
             on_block=sink.block, phase=phase_writer(store, run), **on_cluster)
-    model, done = stored_model(store, run, train.n_labels, train.n_features, template)
+    sample = template.info.get("label_sample")  # a run of a label sample trains and stores those labels alone
+    n_labels = train.n_labels if sample is None else len(sample["labels"])
+    model, done = stored_model(store, run, n_labels, train.n_features, template)
     model.info.update({k: v for k, v in template.info.items() if k not in model.info})
     keep_labels(model, train)
     model.save(store.run_dir(run) / "model")
-    status = "done" if done == train.n_labels else "cancelled"
+    status = "done" if done == n_labels else "cancelled"
     summary = {"labels_done": done, **model_summary(model, train.n, None if test is None else test.n)}
     if status == "done" and test is not None:
         summary.update(metric_summary(evaluate(model, test, train, threads=spec.threads)))

@@ -18,11 +18,12 @@ import scipy.sparse as sp
 from ..engine import newton as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
+from ._onevsall.label_sample import note_sample, sample_columns
 from ._onevsall.run import run_blocks, warm_up
 from ._onevsall.blocks import (Problem, TrainingRows, begin_recording, finish_model, prepare_problem, problem_data,
                                training_rows)
 from ._driver import one_vs_all
-from .params import param_dict
+from .params import label_sample_param, param_dict
 
 INITS = ("zero", "bias", "ovap", "msi")
 LOSSES = ("squared_hinge", "logistic")
@@ -66,6 +67,7 @@ class DismecParams(param.Parameterized):
         "says for the labels: the paper's R[w] = 0.5||w||^2 covers the bias feature x_0, as LIBLINEAR "
         "(which Fang et al. built on) does without -R. With the bias free, any w with bias <= -1 and no "
         "features solves (15), and the start is the bias initialiser under another name."))
+    label_sample = label_sample_param()
 
 
 def preprocess(X: sp.spmatrix, p: DismecParams) -> sp.csr_matrix:
@@ -131,6 +133,8 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
                               phase=phase)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
+    n_labels = Y.shape[1]
+    Y, labels = sample_columns(Y, p.label_sample)
     prob = prepare_problem(X, Y, p.normalize, p.bias, order_rows=True)
     rows, dim, bias_index = prob.rows, prob.dim, prob.bias_index
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.LOGISTIC
@@ -152,13 +156,14 @@ def fit_dismec(X: sp.spmatrix, Y: sp.spmatrix, params: DismecParams | None = Non
                                       p.bias_weight, p.msi_s, msi_t), record)
         data = dismec_data(prob, *args)
         prepare = partial(problem_data, build=dismec_data, args=args, normalize=p.normalize, bias=p.bias,
-                          order_rows=True)
+                          order_rows=True, labels=labels)
         result = run_blocks(dismec_block, data, prob, cluster=cluster, n_threads=n_threads, t0_ns=t0_ns,
                             prepare=prepare,
                             iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
                             first_iteration=0, prune_threshold=p.prune_threshold, rec_len=rec_len,
                             recorder=recorder, progress=progress, **background)
-    return finish_model(result, problem=prob, solver="dismec", params=param_dict(p), bias=p.bias,
-                        normalize=p.normalize, iterations_name="newton_iterations",
-                        seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
-                        compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)
+    model = finish_model(result, problem=prob, solver="dismec", params=param_dict(p), bias=p.bias,
+                         normalize=p.normalize, iterations_name="newton_iterations",
+                         seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
+                         compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)
+    return note_sample(model, labels, n_labels)

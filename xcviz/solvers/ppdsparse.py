@@ -16,10 +16,11 @@ import scipy.sparse as sp
 from ..engine import ppdsparse as K
 from ..engine.threads import using_threads
 from ..models.sparse import SparseModel
+from ._onevsall.label_sample import note_sample, sample_columns
 from ._onevsall.run import run_blocks, warm_up
 from ._onevsall.blocks import Problem, TrainingRows, begin_recording, finish_model, prepare_problem, problem_data
 from ._driver import one_vs_all
-from .params import param_dict
+from .params import label_sample_param, param_dict
 
 LOSSES = ("squared_hinge", "hinge")
 # the per-label bounds with_bounds adds to the kernel's label fields
@@ -63,6 +64,7 @@ class PPDSparseParams(param.Parameterized):
     prune_threshold = param.Number(default=0.0, bounds=(0.0, 100.0), doc=(
         "Feature weights with |w| below this are dropped after training (0: keep the solver's exact support)."))
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="Seed of the random passes and draws (per label: seed + label).")
+    label_sample = label_sample_param()
 
 
 def _columns(X: sp.csr_matrix, by_magnitude: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,6 +151,8 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
                               cluster=cluster, phase=phase)
     t_start = time.monotonic()
     t0_ns = time.monotonic_ns()
+    n_labels = Y.shape[1]
+    Y, labels = sample_columns(Y, p.label_sample)
     prob = prepare_problem(X, Y, p.normalize, p.bias)
     n = prob.n
     loss = K.SQUARED_HINGE if p.loss == "squared_hinge" else K.HINGE
@@ -158,7 +162,7 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
                                 p.max_iter, prob.bias_index, float(p.bias), p.seed), record)
     data = ppdsparse_data(prob, *args)
     prepare = partial(problem_data, build=ppdsparse_data, args=args, normalize=p.normalize, bias=p.bias,
-                      order_rows=False)
+                      order_rows=False, labels=labels)
 
     with using_threads(threads) as n_threads:
         if record:
@@ -170,7 +174,8 @@ def fit_ppdsparse(X: sp.spmatrix, Y: sp.spmatrix, params: PPDSparseParams | None
                             iter_fields=K.ITER_FIELDS, label_fields=K.LABEL_FIELDS, converged=K.STATUS_CONVERGED,
                             first_iteration=1, prune_threshold=p.prune_threshold, rec_len=rec_len,
                             recorder=recorder, label_extras=extras, progress=progress, **background)
-    return finish_model(result, problem=prob, solver="ppdsparse", params=param_dict(p), bias=p.bias,
-                        normalize=p.normalize, iterations_name="outer_iterations",
-                        seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
-                        compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)
+    model = finish_model(result, problem=prob, solver="ppdsparse", params=param_dict(p), bias=p.bias,
+                         normalize=p.normalize, iterations_name="outer_iterations",
+                         seconds=time.monotonic() - t_start - result.info.get("scatter_seconds", 0.0),
+                         compile_seconds=compile_seconds, n_threads=n_threads, recorder=recorder)
+    return note_sample(model, labels, n_labels)

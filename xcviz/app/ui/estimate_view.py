@@ -39,7 +39,7 @@ def _seconds(value: float) -> str:
 
 def estimate_rows(results: list[tuple[str, dict]], threads: int) -> str:
     """An HTML table of the estimates (run name, the prediction of `xcviz estimate --json`), every
-    name escaped."""
+    name escaped; a run of a label sample is said to be one below it."""
     head = (f"<tr><th>run</th><th>time, {threads} thread{'s' * (threads > 1)}</th><th>{WORKERS} workers</th>"
             "<th>peak MB</th><th>model nnz</th><th>records</th></tr>")
     body = "".join(
@@ -47,7 +47,10 @@ def estimate_rows(results: list[tuple[str, dict]], threads: int) -> str:
         f"<td>{_seconds(r['workers_seconds'][str(WORKERS)]) if str(WORKERS) in r.get('workers_seconds', {}) else ''}</td>"
         f"<td>{r['peak_rss_mb']:,.0f}</td><td>{r['model_nnz']:,}</td><td>{r['record_count']:,}</td></tr>"
         for name, r in results)
-    return f'<table class="xcviz-estimate" style="font-size:11px">{head}{body}</table>'
+    samples = "".join(f"<p style='font-size:11px'>{html.escape(name)}: a sample of {r['label_sample']['labels']:,} "
+                      f"of {r['label_sample']['of']:,} labels (label_sample)</p>"
+                      for name, r in results if "label_sample" in r)
+    return f'<table class="xcviz-estimate" style="font-size:11px">{head}{body}</table>{samples}'
 
 
 class EstimatePanel:

@@ -177,7 +177,7 @@ class RunsTable:
             hidden_columns=hidden(self._full), sorters=[{"field": "number", "dir": "desc"}],  # newest first
             configuration={"columnDefaults": {"tooltip": True, "maxWidth": 260}},
             # the table fits its columns to the first rows it shows: "0/0 labels" then cut "128/159 labels"
-            widths={"done": 130},
+            widths={"done": 160},  # "12345/20000 sampled" (a label-sample run) whole
             formatters={"progress": {"type": "progress", "max": 100, "legend": False},
                         "ETA s": NumberFormatter(format="0", nan_format=""),
                         **{c: NumberFormatter(format="0.00", nan_format="") for c in (*SECONDS[1:], *METRICS)}},

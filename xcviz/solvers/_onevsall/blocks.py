@@ -85,10 +85,13 @@ def prepare_problem(X: sp.spmatrix, Y: sp.spmatrix, normalize: bool, bias: float
 
 
 def problem_data(X: sp.spmatrix, Y: sp.spmatrix, build: Callable, args: tuple, *, normalize: bool, bias: float,
-                 order_rows: bool):
-    """A kernel's data made from X and Y as a driver makes it: build(prepare_problem(...), *args).
+                 order_rows: bool, labels: np.ndarray | None = None):
+    """A kernel's data made from X and Y as a driver makes it: build(prepare_problem(...), *args), on
+    Y's columns `labels` when the driver trains a label sample (label_sample.sample_columns).
     What a Dask worker runs on the rows it read itself (dask_backend.DataRecipe), so that its data
     is the driver's, array for array."""
+    if labels is not None:
+        Y = sp.csr_matrix(Y)[:, labels].tocsr()
     return build(prepare_problem(X, Y, normalize, bias, order_rows), *args)
 
 
