@@ -29,6 +29,8 @@ from ldgs_bench import bench_ldgs, bench_many_rows, render_many_rows
 from ldgs_bench import render as render_ldgs
 from memoir import bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
+from memoir_predict import bench_predict
+from memoir_predict import render as render_predict
 from peers import bench_peers
 from peers import render as render_peers
 from ppdsparse_bench import section as ppdsparse_section
@@ -350,6 +352,15 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         tail = tail.replace("### Targets\n\n", "### Targets\n\n" + check + "\n", 1)
         out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
         return
+    if name == "memoir-predict":  # a subsection of MEMOIR's, before its Targets (benchmarks/memoir_predict.py)
+        lines = render_predict(bench_predict())
+        if lines[0] in old:
+            start = old.index(lines[0])
+            end = old.index("\n### ", start + 1) + 1
+        else:
+            start = end = old.index("### Targets", old.index("## MEMOIR"))
+        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        return
     if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
         before = load_average()
         lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {load_average()} after")
@@ -362,6 +373,7 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         return
     if name == "memoir":
         lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
+        lines += render_predict(bench_predict())
         start = old.index(lines[0])
         end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
     elif name == "dsmlr":  # its own section, after MEMOIR's
@@ -398,7 +410,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "dsmlr", "dashboard", "dask", "estimate", "records",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "memoir-predict", "dsmlr", "dashboard", "dask", "estimate", "records",
                                            "presets", "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
@@ -408,6 +420,7 @@ def main() -> None:
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
+    memoir_lines += render_predict(bench_predict())
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)

@@ -193,3 +193,34 @@ def test_rerunning_the_records_section_puts_it_before_the_dashboards(tmp_path, m
     text = out.read_text()
     assert text.count("## Records at scale") == 1
     assert text.index("## Dask\n") < text.index("## Records at scale") < text.index("## Dashboard responsiveness")
+
+
+def _predicted(accuracy: float, us: float, exact_us: float = 200.0) -> dict:
+    return {"accuracy": accuracy, "accuracy_exact": 70.0, "agreement": 0.9, "us_per_row": us,
+            "us_per_row_exact": exact_us, "index_seconds": 0.3}
+
+
+def test_the_prediction_section_reads_each_oracle_against_the_exact_kernel():
+    memoir_predict = pytest.importorskip("memoir_predict")
+    results = {"n_train": 8881, "n_test": 500, "train_seconds": 20.0, "load": "1.0 / 1.0 / 1.0 before, 1.0 after",
+               "oracles": {"exact": _predicted(70.0, 600.0), "hnsw": _predicted(69.5, 100.0),
+                           "simplelsh": _predicted(60.0, 50.0), "spherical": _predicted(70.0, 400.0)}}
+    lines = memoir_predict.render(results)
+    assert "| hnsw | 69.50 | 70.00 | 0.900 | 100 | 200 | 2.00x | 0.30 |" in lines
+    assert lines[-2] == ("A search at least as fast as the exact kernel with accuracy within 1 point: "
+                         "hnsw (2.00x, -0.50 points)")  # simplelsh is faster but 10 points off; spherical slower
+    results["oracles"]["hnsw"] = _predicted(69.5, 300.0)
+    assert memoir_predict.render(results)[-2].endswith("none (not reproduced at this C)")
+
+
+def test_rerunning_the_prediction_section_puts_it_in_memoirs_before_its_targets(tmp_path, monkeypatch):
+    memoir_predict = pytest.importorskip("memoir_predict")
+    fake = {"n_train": 1, "n_test": 1, "train_seconds": 1.0, "load": "x", "oracles": {"exact": _predicted(70, 1.0)}}
+    monkeypatch.setattr(run, "bench_predict", lambda: fake)
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(OLD.replace("## Dask\n", "## MEMOIR: margin oracles\n\nm\n\n### Targets\n\nt\n\n## Dask\n"))
+    run._replace_section(out, "memoir-predict")
+    run._replace_section(out, "memoir-predict")
+    text = out.read_text()
+    assert text.count(memoir_predict.HEADING) == 1
+    assert text.index("## MEMOIR") < text.index(memoir_predict.HEADING) < text.index("### Targets\n\nt")
