@@ -292,6 +292,17 @@ def _scaling(values: tuple[int, ...], axis: str) -> list[str]:
     return lines
 
 
+def _memoir_subsection(old: str, lines: list[str]) -> str:
+    """The text `old` with a subsection of MEMOIR's section (`lines`, its heading first) in place, or
+    before the section's Targets when it is new."""
+    if lines[0] in old:
+        start = old.index(lines[0])
+        end = old.index("\n### ", start + 1) + 1
+    else:
+        start = end = old.index("### Targets", old.index("## MEMOIR"))
+    return old[:start] + "\n".join(lines) + "\n" + old[end:]
+
+
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
     Dask, or the dashboard's, which ends the file) and put it in place."""
@@ -352,24 +363,13 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         tail = tail.replace("### Targets\n\n", "### Targets\n\n" + check + "\n", 1)
         out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
         return
-    if name == "memoir-predict":  # a subsection of MEMOIR's, before its Targets (benchmarks/memoir_predict.py)
-        lines = render_predict(bench_predict())
-        if lines[0] in old:
-            start = old.index(lines[0])
-            end = old.index("\n### ", start + 1) + 1
-        else:
-            start = end = old.index("### Targets", old.index("## MEMOIR"))
-        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+    if name == "memoir-predict":  # benchmarks/memoir_predict.py
+        out.write_text(_memoir_subsection(old, render_predict(bench_predict())))
         return
-    if name == "memoir-parts":  # a subsection of MEMOIR's, before its Targets
+    if name == "memoir-parts":
         before = load_average()
-        lines = render_parts(bench_parts(), "synthetic C=100k", f"{before} before, {load_average()} after")
-        if lines[0] in old:
-            start = old.index(lines[0])
-            end = old.index("\n### ", start + 1) + 1
-        else:
-            start = end = old.index("### Targets", old.index("## MEMOIR"))
-        out.write_text(old[:start] + "\n".join(lines) + "\n" + old[end:])
+        out.write_text(_memoir_subsection(old, render_parts(bench_parts(), "synthetic C=100k",
+                                                            f"{before} before, {load_average()} after")))
         return
     if name == "memoir":
         lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
