@@ -295,9 +295,9 @@ def _scaling(values: tuple[int, ...], axis: str) -> list[str]:
 def _memoir_subsection(old: str, lines: list[str]) -> str:
     """The text `old` with a subsection of MEMOIR's section (`lines`, its heading first) in place, or
     before the section's Targets when it is new."""
-    if lines[0] in old:
+    if lines[0] in old:  # up to the next heading, of a subsection or of the next section
         start = old.index(lines[0])
-        end = old.index("\n### ", start + 1) + 1
+        end = min(i for i in (old.find("\n### ", start + 1), old.find("\n## ", start + 1), len(old) - 1) if i >= 0) + 1
     else:
         start = end = old.index("### Targets", old.index("## MEMOIR"))
     return old[:start] + "\n".join(lines) + "\n" + old[end:]

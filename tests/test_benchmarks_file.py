@@ -224,3 +224,9 @@ def test_rerunning_the_prediction_section_puts_it_in_memoirs_before_its_targets(
     text = out.read_text()
     assert text.count(memoir_predict.HEADING) == 1
     assert text.index("## MEMOIR") < text.index(memoir_predict.HEADING) < text.index("### Targets\n\nt")
+
+
+def test_a_memoir_subsection_last_in_its_section_keeps_the_next_sections_heading():
+    old = "## MEMOIR\n\nm\n\n### Targets\n\nt\n\n### parts\n\nold parts\n\n## DS-MLR\n\nd\n\n### bibtex\n\nb\n"
+    text = run._memoir_subsection(old, ["### parts", "", "new parts", ""])
+    assert text == "## MEMOIR\n\nm\n\n### Targets\n\nt\n\n### parts\n\nnew parts\n\n## DS-MLR\n\nd\n\n### bibtex\n\nb\n"
