@@ -32,7 +32,7 @@ def stratified_sample(n_pos: np.ndarray, sample: int, strata: int = STRATA, seed
 def sample_count(value: float, n_labels: int) -> int:
     """The labels a `label_sample` value asks for out of `n_labels`: 0 every label, a value below 1 that
     share of them (at least one), 1 or more that many (at most all)."""
-    if value < 0:
+    if not 0 <= value < float("inf"):
         raise ValueError(f"label_sample must be 0 (every label), a share below 1 or a count, not {value}")
     if value == 0:
         return n_labels

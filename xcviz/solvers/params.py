@@ -39,7 +39,8 @@ def refused_value(cls: type[param.Parameterized], values: dict) -> str | None:
 def label_sample_param() -> param.Number:
     """The one-vs-all families' `label_sample`: train a stratified sample of the labels instead of
     all of them (data.label_sample), for a first look at a data set too large to train whole."""
-    return param.Number(default=0.0, bounds=(0.0, None), doc=(
+    # bounded: infinity (or 1e400) passed the bounds and failed the draw's rounding with an OverflowError
+    return param.Number(default=0.0, bounds=(0.0, 1e9), doc=(
         "Train a sample of the labels, drawn stratified by positives with a fixed seed: 0 every label, "
         "a value below 1 that share of them, 1 or more that many. The model holds only the sampled "
         "labels and the metrics are computed on them alone (the run says 'a sample of N of K labels')."))
