@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .aggregate import with_derived
-from .store import RunStore
+from .store import RunStore, label_rows
 
 
 class StoredTrajectories:
@@ -27,12 +27,8 @@ class StoredTrajectories:
     def __call__(self, label: int) -> pd.DataFrame:
         if self.indexed is None:
             self.indexed = self.store.labels_indexed(self.run) == self.labels
-        records = self.store.label_records(self.run, label) if self.indexed else self._scan(label)
+        records = (self.store.label_records(self.run, label) if self.indexed
+                   else label_rows(self.store.stored_batches(self.run, "iteration"), label))
         if not len(records):
             return records
         return with_derived(records, self.n_rows).sort_values("iteration")
-
-    def _scan(self, label: int) -> pd.DataFrame:
-        parts = [b[b["label"].to_numpy() == label] for b in self.store.stored_batches(self.run, "iteration")]
-        parts = [p for p in parts if len(p)]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

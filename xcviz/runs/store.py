@@ -33,7 +33,7 @@ import stat
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,6 +105,13 @@ def _column_types(blob: bytes) -> dict[str, np.dtype]:
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
                 types[name.removesuffix(".npy")] = read(f)[2]
     return types
+
+
+def label_rows(batches: Iterable[pd.DataFrame], label: int) -> pd.DataFrame:
+    """The records of one label among these batches, in their order (empty if none holds it)."""
+    parts = [b[b["label"].to_numpy() == label] for b in batches]
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _rows(db: sqlite3.Connection, run: str) -> int | None:
@@ -617,23 +624,27 @@ class RunStore:
             return pd.DataFrame(), after
         return pd.concat([pd.DataFrame(_unpack(r["payload"])) for r in rows], ignore_index=True), rows[-1]["seq"]
 
+    def _payloads(self, run: str, kind: str) -> Iterator[bytes]:
+        """The packed batches of one kind, in order, read from SQLite as they are consumed."""
+        with self._db() as db:
+            for row in db.execute("SELECT payload FROM batches WHERE run = ? AND kind = ? ORDER BY seq", (run, kind)):
+                yield row["payload"]
+
     def stored_batches(self, run: str, kind: str) -> Iterator[pd.DataFrame]:
         """The records of one kind, one stored batch (a block of labels) at a time, read from SQLite
         as they are consumed: a reader of a run of any size holds one batch."""
-        with self._db() as db:
-            for row in db.execute("SELECT payload FROM batches WHERE run = ? AND kind = ? ORDER BY seq", (run, kind)):
-                yield pd.DataFrame(_unpack(row["payload"]))
+        for payload in self._payloads(run, kind):
+            yield pd.DataFrame(_unpack(payload))
 
     def column_types(self, run: str, kind: str) -> list[dict[str, np.dtype]]:
         """The distinct {column: dtype} of the run's batches of `kind`, in the order they first
         appear, read from the arrays' headers (no array is read): what one DataFrame of all of
         them would hold is then known before any record is read."""
         seen: list[dict[str, np.dtype]] = []
-        with self._db() as db:
-            for row in db.execute("SELECT payload FROM batches WHERE run = ? AND kind = ? ORDER BY seq", (run, kind)):
-                types = _column_types(row["payload"])
-                if types not in seen:
-                    seen.append(types)
+        for payload in self._payloads(run, kind):
+            types = _column_types(payload)
+            if types not in seen:
+                seen.append(types)
         return seen
 
     def has_records(self, run: str, kind: str) -> bool:
@@ -655,8 +666,7 @@ class RunStore:
             rows = db.execute("SELECT b.payload FROM batch_labels AS i JOIN batches AS b ON b.run = i.run AND "
                               "b.seq = i.seq WHERE i.run = ? AND i.kind = ? AND i.label = ? ORDER BY i.seq",
                               (run, kind, int(label))).fetchall()
-        parts = [frame[frame["label"].to_numpy() == label] for frame in (pd.DataFrame(_unpack(r[0])) for r in rows)]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        return label_rows((pd.DataFrame(_unpack(r[0])) for r in rows), label)
 
     def clear_records(self, run: str) -> None:
         """Drop a run's records (a multiclass run that starts again writes them anew). A `reset`
