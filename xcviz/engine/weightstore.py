@@ -106,21 +106,92 @@ def pair_scores(indptr, indices, data, a, b, n_features, table_keys, table_entri
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def best_among(cand_ptr, cands, indptr, indices, data, exclude, n_features, table_keys, table_entries, shift, val):
-    """Per query row: the candidate != exclude with the largest W[c] . x (smallest id on ties)."""
+def group_entries(keys, others, val, n_entries, n_keys, parts):
+    """The non-zero entries grouped by `keys` as CSR (ptr over keys, `others`, value), each key's in
+    entry order: the class-major snapshot re-ranking reads and the feature-major columns exact search
+    reads. The entries are split into `parts` ranges counted and placed side by side; the result does
+    not depend on `parts`."""
+    counts = np.zeros((parts, n_keys), np.int64)
+    for p in prange(parts):
+        for e in range(n_entries * p // parts, n_entries * (p + 1) // parts):
+            if val[e] != 0.0:
+                counts[p, keys[e]] += 1
+    ptr = np.zeros(n_keys + 1, np.int64)
+    offsets = np.empty((parts, n_keys), np.int64)
+    for k in range(n_keys):
+        run = ptr[k]
+        for p in range(parts):
+            offsets[p, k] = run
+            run += counts[p, k]
+        ptr[k + 1] = run
+    idx = np.empty(ptr[-1], np.int64)
+    out = np.empty(ptr[-1])
+    for p in prange(parts):
+        fill = offsets[p]
+        for e in range(n_entries * p // parts, n_entries * (p + 1) // parts):
+            if val[e] != 0.0:
+                q = fill[keys[e]]
+                idx[q] = others[e]
+                out[q] = val[e]
+                fill[keys[e]] = q + 1
+    return ptr, idx, out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def best_among(cand_ptr, cands, indptr, indices, data, exclude, row_ptr, row_feat, row_val, n_features, n_chunks):
+    """Per query row: the candidate != exclude with the largest W[c] . x (smallest id on ties),
+    W given by its class-major `group_entries` snapshot.
+
+    The (row, candidate) pairs are grouped by class; a chunk of classes scatters each class row
+    once into a dense buffer and sums every pair's x against it, in x's order. So each class row is
+    read once per call and every lookup lands in one buffer, where a hash lookup per (class,
+    feature) missed the cache; the scores, and so the answers, do not depend on `n_chunks`."""
     n = indptr.shape[0] - 1
+    n_classes = row_ptr.shape[0] - 1
+    n_pairs = cand_ptr[n]
+    start = np.zeros(n_classes + 1, np.int64)
+    for q in range(n_pairs):
+        start[cands[q] + 1] += 1
+    for c in range(n_classes):
+        start[c + 1] += start[c]
+    fill = start[:-1].copy()
+    order = np.empty(n_pairs, np.int64)
+    owner = np.empty(n_pairs, np.int64)
+    for i in range(n):
+        for q in range(cand_ptr[i], cand_ptr[i + 1]):
+            order[fill[cands[q]]] = q
+            owner[q] = i
+            fill[cands[q]] += 1
+    # class ranges holding about equal numbers of pairs
+    bounds = np.searchsorted(start, np.arange(n_chunks + 1) * (n_pairs / n_chunks))
+    bounds[0] = 0
+    bounds[n_chunks] = n_classes
+    scores = np.empty(n_pairs)
+    for ch in prange(n_chunks):
+        buf = np.zeros(n_features)
+        for c in range(bounds[ch], bounds[ch + 1]):
+            if start[c + 1] == start[c]:
+                continue
+            for k in range(row_ptr[c], row_ptr[c + 1]):
+                buf[row_feat[k]] = row_val[k]
+            for t in range(start[c], start[c + 1]):
+                q = order[t]
+                i = owner[q]
+                s = 0.0
+                for p in range(indptr[i], indptr[i + 1]):
+                    s += buf[indices[p]] * data[p]
+                scores[q] = s
+            for k in range(row_ptr[c], row_ptr[c + 1]):
+                buf[row_feat[k]] = 0.0
     best = np.full(n, -1, np.int64)
     score = np.full(n, -np.inf)
     for i in prange(n):
-        xi = indices[indptr[i]:indptr[i + 1]]
-        xv = data[indptr[i]:indptr[i + 1]]
         for q in range(cand_ptr[i], cand_ptr[i + 1]):
             c = np.int64(cands[q])
             if c == exclude[i]:
                 continue
-            s = dot_row(c, xi, xv, n_features, table_keys, table_entries, shift, val)
-            if s > score[i] or (s == score[i] and c < best[i]):
-                score[i] = s
+            if scores[q] > score[i] or (scores[q] == score[i] and c < best[i]):
+                score[i] = scores[q]
                 best[i] = c
     return best, score
 
@@ -148,27 +219,6 @@ def gather_rows(classes, row_head, row_len, next_entry, ent_feat, val, skip_zero
         out[start:pos] = out[start:pos][order]
         indptr[r + 1] = pos
     return indptr, idx[:pos], out[:pos]
-
-
-@njit(cache=True, nogil=True)
-def columns(ent_class, ent_feat, val, n_entries, n_features):
-    """W as feature-major CSR (features x classes) of its non-zero entries: for exact search."""
-    ptr = np.zeros(n_features + 1, np.int64)
-    for e in range(n_entries):
-        if val[e] != 0.0:
-            ptr[ent_feat[e] + 1] += 1
-    for f in range(n_features):
-        ptr[f + 1] += ptr[f]
-    fill = ptr[:-1].copy()
-    cls = np.empty(ptr[-1], np.int64)
-    out = np.empty(ptr[-1])
-    for e in range(n_entries):
-        if val[e] != 0.0:
-            q = fill[ent_feat[e]]
-            cls[q] = ent_class[e]
-            out[q] = val[e]
-            fill[ent_feat[e]] = q + 1
-    return ptr, cls, out
 
 
 @njit(cache=True, nogil=True)

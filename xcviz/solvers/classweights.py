@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -34,6 +35,8 @@ class ClassWeights:
         self.iterates = 0
         self.n_entries = 0
         self.version = 0  # counts changes of V, so readers (the exact oracle) know when to re-read
+        self._snapshot = None  # V class-major at _snapshot_version (`_class_rows`)
+        self._snapshot_version = -1
         self.on_fold: list[Callable[[float], None]] = []  # told the factor V was multiplied by
         self.row_head = np.full(self.n_classes, -1, np.int64)
         self.row_len = np.zeros(self.n_classes, np.int64)
@@ -173,10 +176,11 @@ class ClassWeights:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the pools, the hash table and the per-class heads."""
+        """Bytes of the pools, the hash table, the per-class heads and the re-ranking snapshot."""
         pools = sum(getattr(self, k).nbytes for k in ("ent_class", "ent_feat", "next_entry", "val", "ref", "acc"))
+        snapshot = sum(a.nbytes for a in self._snapshot) if self._snapshot is not None else 0
         return int(pools + self.table_keys.nbytes + self.table_entries.nbytes + self.row_head.nbytes
-                   + self.row_len.nbytes)
+                   + self.row_len.nbytes + snapshot)
 
     def l1_norm(self) -> float:
         return self.scale * float(np.abs(self.val[:self.n_entries]).sum())
@@ -194,13 +198,24 @@ class ClassWeights:
         return sp.csr_matrix((val, idx, ptr), shape=(classes.size, self.n_features))
 
     def best_among(self, cand_indptr, candidates, indptr, indices, data, exclude) -> tuple[np.ndarray, np.ndarray]:
-        """Exact re-ranking of candidates by V . x (see oracles.base.ClassVectors)."""
+        """Exact re-ranking of candidates by V . x (see oracles.base.ClassVectors), over the
+        class-major snapshot of the current version."""
+        threads = numba.get_num_threads()
         return ws.best_among(np.asarray(cand_indptr, np.int64), np.asarray(candidates, np.int64), indptr, indices,
-                             data, np.asarray(exclude, np.int64), *self._table, self.val)
+                             data, np.asarray(exclude, np.int64), *self._class_rows(), self.n_features, 4 * threads)
+
+    def _class_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """V as class-major CSR arrays, rebuilt when V changed since the last call (`version`)."""
+        if self._snapshot_version != self.version:
+            self._snapshot = ws.group_entries(self.ent_class, self.ent_feat, self.val, self.n_entries, self.n_classes,
+                                              numba.get_num_threads())
+            self._snapshot_version = self.version
+        return self._snapshot
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """V feature-major (features x classes CSR arrays), for exact search."""
-        return ws.columns(self.ent_class, self.ent_feat, self.val, self.n_entries, self.n_features)
+        return ws.group_entries(self.ent_feat, self.ent_class, self.val, self.n_entries, self.n_features,
+                                numba.get_num_threads())
 
     def matrix(self) -> sp.csr_matrix:
         """W itself, C x D CSR."""
