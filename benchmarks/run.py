@@ -27,10 +27,14 @@ from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
 from ldgs_bench import bench_ldgs, bench_many_rows, render_many_rows
 from ldgs_bench import render as render_ldgs
-from memoir import bench_memoir, bench_parts, render_parts
+from memoir import MARGIN_CONTENDERS, bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
+from margin_data import bench as bench_margin_data
+from margin_data import render as render_margin_data
 from memoir_predict import bench_predict
 from memoir_predict import render as render_predict
+from memoir_predict import SIZES
+from memoir_predict import section as predict_section
 from peers import bench_peers
 from peers import render as render_peers
 from ppdsparse_bench import section as ppdsparse_section
@@ -292,6 +296,13 @@ def _scaling(values: tuple[int, ...], axis: str) -> list[str]:
     return lines
 
 
+def _margin_parts() -> list[str]:
+    """MEMOIR's epoch split on lshtc1-margin at C = 20,000, where the class of the margin matters."""
+    before = load_average()
+    results = bench_parts("lshtc1-margin C=20k", MARGIN_CONTENDERS)
+    return render_parts(results, "lshtc1-margin C=20k", f"{before} before, {load_average()} after")
+
+
 def _memoir_subsection(old: str, lines: list[str]) -> str:
     """The text `old` with a subsection of MEMOIR's section (`lines`, its heading first) in place, or
     before the section's Targets when it is new."""
@@ -363,17 +374,24 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         tail = tail.replace("### Targets\n\n", "### Targets\n\n" + check + "\n", 1)
         out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
         return
-    if name == "memoir-predict":  # benchmarks/memoir_predict.py
-        out.write_text(_memoir_subsection(old, render_predict(bench_predict())))
+    if name == "memoir-predict":  # benchmarks/memoir_predict.py, one subsection per size
+        for classes in SIZES:
+            out.write_text(_memoir_subsection(out.read_text(), render_predict(bench_predict(classes))))
         return
     if name == "memoir-parts":
         before = load_average()
         out.write_text(_memoir_subsection(old, render_parts(bench_parts(), "synthetic C=100k",
                                                             f"{before} before, {load_average()} after")))
         return
+    if name == "memoir-margin":
+        out.write_text(_memoir_subsection(old, _margin_parts()))
+        return
+    if name == "margin-data":  # benchmarks/margin_data.py
+        out.write_text(_memoir_subsection(old, render_margin_data(bench_margin_data())))
+        return
     if name == "memoir":
         lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
-        lines += render_predict(bench_predict())
+        lines += _margin_parts() + render_margin_data(bench_margin_data()) + predict_section()
         start = old.index(lines[0])
         end = next(old.index(h) for h in ("## DS-MLR: time", "## Dask\n", "## Dashboard responsiveness") if h in old)
     elif name == "dsmlr":  # its own section, after MEMOIR's
@@ -410,7 +428,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "memoir-predict", "dsmlr", "dashboard", "dask", "estimate", "records",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "memoir-predict", "memoir-margin", "margin-data", "dsmlr", "dashboard", "dask", "estimate", "records",
                                            "presets", "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")
@@ -420,7 +438,7 @@ def main() -> None:
         return
     print("benchmarking MEMOIR oracles ...", file=sys.stderr)
     memoir_lines = render_memoir(bench_memoir()) + render_parts(bench_parts(), "synthetic C=100k", load_average())
-    memoir_lines += render_predict(bench_predict())
+    memoir_lines += _margin_parts() + render_margin_data(bench_margin_data()) + predict_section()
     print("benchmarking DS-MLR modes ...", file=sys.stderr)
     memoir_lines += render_dsmlr(bench_dsmlr())
     print("benchmarking LDGS gradient estimators ...", file=sys.stderr)

@@ -202,7 +202,7 @@ def _predicted(accuracy: float, us: float, exact_us: float = 200.0) -> dict:
 
 def test_the_prediction_section_reads_each_oracle_against_the_exact_kernel():
     memoir_predict = pytest.importorskip("memoir_predict")
-    results = {"n_train": 8881, "n_test": 500, "train_seconds": 20.0, "load": "1.0 / 1.0 / 1.0 before, 1.0 after",
+    results = {"classes": 2000, "n_train": 8881, "n_test": 500, "train_seconds": 20.0, "load": "1.0 / 1.0 / 1.0 before, 1.0 after",
                "oracles": {"exact": _predicted(70.0, 600.0), "hnsw": _predicted(69.5, 100.0),
                            "simplelsh": _predicted(60.0, 50.0), "spherical": _predicted(70.0, 400.0)}}
     lines = memoir_predict.render(results)
@@ -215,18 +215,53 @@ def test_the_prediction_section_reads_each_oracle_against_the_exact_kernel():
 
 def test_rerunning_the_prediction_section_puts_it_in_memoirs_before_its_targets(tmp_path, monkeypatch):
     memoir_predict = pytest.importorskip("memoir_predict")
-    fake = {"n_train": 1, "n_test": 1, "train_seconds": 1.0, "load": "x", "oracles": {"exact": _predicted(70, 1.0)}}
-    monkeypatch.setattr(run, "bench_predict", lambda: fake)
+    fake = {"classes": 2000, "n_train": 1, "n_test": 1, "train_seconds": 1.0, "load": "x", "oracles": {"exact": _predicted(70, 1.0)}}
+    monkeypatch.setattr(run, "bench_predict", lambda classes: {**fake, "classes": classes})
     out = tmp_path / "BENCHMARKS.md"
     out.write_text(OLD.replace("## Dask\n", "## MEMOIR: margin oracles\n\nm\n\n### Targets\n\nt\n\n## Dask\n"))
     run._replace_section(out, "memoir-predict")
     run._replace_section(out, "memoir-predict")
     text = out.read_text()
-    assert text.count(memoir_predict.HEADING) == 1
-    assert text.index("## MEMOIR") < text.index(memoir_predict.HEADING) < text.index("### Targets\n\nt")
+    small, large = memoir_predict.heading(2000), memoir_predict.heading(20000)
+    assert text.count(small) == 1 and text.count(large) == 1
+    assert text.index("## MEMOIR") < text.index(small) < text.index(large) < text.index("### Targets\n\nt")
 
 
 def test_a_memoir_subsection_last_in_its_section_keeps_the_next_sections_heading():
     old = "## MEMOIR\n\nm\n\n### Targets\n\nt\n\n### parts\n\nold parts\n\n## DS-MLR\n\nd\n\n### bibtex\n\nb\n"
     text = run._memoir_subsection(old, ["### parts", "", "new parts", ""])
     assert text == "## MEMOIR\n\nm\n\n### Targets\n\nt\n\n### parts\n\nnew parts\n\n## DS-MLR\n\nd\n\n### bibtex\n\nb\n"
+
+
+def _parts(seconds: float, accuracy: float, recall: float) -> dict:
+    return {"seconds": seconds, "accuracy": accuracy, "recall_at_10": recall, "step_seconds": 1.0,
+            "update_seconds": 0.0, "query_seconds": seconds - 2.0, "oracle_index_seconds": 0.5,
+            "oracle_sketch_seconds": 0.2, "oracle_candidates_seconds": 0.3, "oracle_rerank_seconds": 0.2}
+
+
+def test_the_margin_epoch_split_checks_each_oracle_against_issue_41s_four_targets():
+    memoir = pytest.importorskip("memoir")
+    results = {"exact": _parts(60.0, 87.0, 1.0), "random": _parts(3.0, 62.5, 0.0),
+               "hnsw-light": _parts(11.0, 86.2, 0.54), "hnsw": _parts(20.0, 86.6, 0.58),
+               "simplelsh-banded": _parts(6.0, 80.0, 0.1)}
+    lines = memoir.render_parts(results, "lshtc1-margin C=20k", "1 / 1 / 1")
+    assert lines[0] == "### lshtc1-margin C=20k: where an epoch goes"
+    target = lines[-2]
+    assert target.startswith("Exact leads random by 24.50 points (target >= 3: met).")
+    assert "hnsw-light 5.5x, recall@10 0.54, -0.80 vs exact, +23.70 vs random: all met" in target
+    assert "hnsw 3.0x, recall@10 0.58, -0.40 vs exact, +24.10 vs random: missed 5x" in target
+    assert "simplelsh-banded 10.0x, recall@10 0.10, -7.00 vs exact, +17.50 vs random: missed recall@10 0.5, " \
+           "within 1 of exact" in target
+
+
+def test_the_margin_data_table_says_where_exact_leads_random():
+    margin_data = pytest.importorskip("margin_data")
+    shape = {"rows": 1000, "classes": 100, "features": 5000, "nnz_per_row": 70.4}
+    run_ = {"accuracy": 50.0, "seconds": 2.0, "recall_at_10": 0.9}
+    results = {"load": "x", "bibtex-multiclass": {"shape": shape, "exact": {**run_, "accuracy": 19.1},
+                                                   "random": {**run_, "accuracy": 22.0}, "hnsw-light": run_},
+               "lshtc1-margin C=2,000": {"shape": shape, "exact": {**run_, "accuracy": 71.8},
+                                         "random": {**run_, "accuracy": 66.6}, "hnsw-light": run_}}
+    lines = margin_data.render(results)
+    assert "| bibtex-multiclass | 1,000 | 100 | 5,000 | 70 | 19.10 | 22.00 | -2.90 | 50.00 | 0.900 | 2.0 | 2.0 |" in lines
+    assert lines[-2].startswith("The exact margin leads the random one by 3 points or more on: lshtc1-margin C=2,000;")
