@@ -402,9 +402,9 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         lines = __import__("presets_bench").section()
         end = old.index("## Estimates before a run")
         start = old.index(lines[0]) if lines[0] in old else end
-    elif name == "estimate":  # benchmarks/estimate_bench.py, beside this file; just before the dashboard's
+    elif name == "estimate":  # benchmarks/estimate_bench.py, beside this file; before the records' and the dashboard's
         lines = __import__("estimate_bench").run()
-        end = old.index("## Dashboard responsiveness")
+        end = next(old.index(h) for h in ("## Records at scale", "## Dashboard responsiveness") if h in old)
         start = old.index(lines[0]) if lines[0] in old else end
     elif name == "records":  # benchmarks/records_scale.py, beside this file; just before the dashboard's
         lines = __import__("records_scale").section()

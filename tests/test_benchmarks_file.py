@@ -195,6 +195,18 @@ def test_rerunning_the_records_section_puts_it_before_the_dashboards(tmp_path, m
     assert text.index("## Dask\n") < text.index("## Records at scale") < text.index("## Dashboard responsiveness")
 
 
+
+def test_rerunning_the_estimate_section_keeps_the_records_section_after_it(tmp_path, monkeypatch):
+    estimate_bench = pytest.importorskip("estimate_bench")
+    monkeypatch.setattr(estimate_bench, "run", lambda: ["## Estimates before a run (`xcviz estimate`)", "", "new", ""])
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(OLD.replace("## Dashboard responsiveness", "## Estimates before a run (`xcviz estimate`)\n\nold\n\n"
+                               "## Records at scale\n\nrecords\n\n## Dashboard responsiveness"))
+    run._replace_section(out, "estimate")
+    text = out.read_text()
+    assert "new" in text and "\nold\n" not in text and "\nrecords\n" in text
+    assert text.index("## Estimates") < text.index("## Records at scale") < text.index("## Dashboard responsiveness")
+
 def _predicted(accuracy: float, us: float, exact_us: float = 200.0) -> dict:
     return {"accuracy": accuracy, "accuracy_exact": 70.0, "agreement": 0.9, "us_per_row": us,
             "us_per_row_exact": exact_us, "index_seconds": 0.3}
