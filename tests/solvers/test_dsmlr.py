@@ -31,6 +31,16 @@ def small():
     return ds.X, ds.Y
 
 
+def test_lc_records_its_newton_and_cg_steps(small):
+    """LC's outer iteration records its mean Newton steps per class (at most lc_newton) and CG steps
+    per Newton step (the cost model's s and m); they were computed and then lost (recorded as NaN)."""
+    X, Y = small
+    sink = MemorySink()
+    fit_dsmlr(X, Y, DsmlrParams(mode="lc", epochs=2, lam=1e-3, lc_newton=3), threads=2, recorder=sink)
+    after = sink.frame("iteration").groupby("iteration").first().loc[1:]
+    assert ((after["newton_steps"] > 0) & (after["newton_steps"] <= 3)).all() and (after["cg_steps"] >= 1).all()
+
+
 def test_sync_is_the_same_model_for_one_and_two_threads(small):
     X, Y = small
     p = DsmlrParams(mode="sync", epochs=3, grid=4, alpha=200.0, lam=1e-3)

@@ -383,7 +383,8 @@ def lc_class(indptr, indices, data, b, t, nw, w, C, tol_rel, max_iter, ws, wsn, 
     """Minimise 0.5 ||w||^2 + C sum_i (n_i exp(w.x_i + b_i) - t_i w.x_i) from w (in place): the
     LC method's per-class problem (lam N times its share of L2 at fixed b, C = 1/(lam N)), by
     Newton steps from engine.newton (preconditioned CG on the Hessian I + C X' diag(e) X, Armijo
-    backtracking by halving). Stops at ||g|| <= tol_rel ||g(start)||. Returns Newton steps."""
+    backtracking by halving). Stops at ||g|| <= tol_rel ||g(start)||. Returns its Newton steps and
+    CG steps (the cost model of docs/families/dsmlr.md counts both)."""
     g, s, r, d, hd, z, M = ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
     wx, xs, hcoef = wsn[0], wsn[1], wsn[2]
     _xv(indptr, indices, data, w, wx)
@@ -394,9 +395,10 @@ def lc_class(indptr, indices, data, b, t, nw, w, C, tol_rel, max_iter, ws, wsn, 
     nact = _lc_gradient(C, indptr, indices, data, wx, b, t, nw, w, g, act, hcoef)
     tol = tol_rel * _norm(g)
     it = 0
+    cg = 0
     while it < max_iter and _norm(g) > tol:
         _preconditioner(indptr, indices, data, act, nact, hcoef, True, -1, M)
-        _pcg(indptr, indices, data, act, nact, hcoef, True, -1, 0.1, g, M, s, r, d, hd, z)
+        cg += _pcg(indptr, indices, data, act, nact, hcoef, True, -1, 0.1, g, M, s, r, d, hd, z)
         _xv(indptr, indices, data, s, xs)
         sts = 0.0
         wts = 0.0
@@ -427,14 +429,14 @@ def lc_class(indptr, indices, data, b, t, nw, w, C, tol_rel, max_iter, ws, wsn, 
         f = f_new
         it += 1
         nact = _lc_gradient(C, indptr, indices, data, wx, b, t, nw, w, g, act, hcoef)
-    return it
+    return it, cg
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def lc_classes(indptr, indices, data, lab_ptr, lab_idx, b, W, lam, tol_rel, max_iter, n_workers, steps):
+def lc_classes(indptr, indices, data, lab_ptr, lab_idx, b, W, lam, tol_rel, max_iter, n_workers, steps, cg_steps):
     """LC's W step: the K per-class problems at fixed b, workers taking classes dynamically;
-    steps[k] gets class k's Newton steps. Each class is the same sequential computation on any
-    worker, so the result does not depend on the thread count."""
+    steps[k] and cg_steps[k] get class k's Newton and CG steps. Each class is the same sequential
+    computation on any worker, so the result does not depend on the thread count."""
     n = indptr.shape[0] - 1
     dim = W.shape[1]
     counter = np.zeros(1, np.int64)
@@ -456,4 +458,4 @@ def lc_classes(indptr, indices, data, lab_ptr, lab_idx, b, W, lam, tol_rel, max_
                 for p in range(lab_ptr[i], lab_ptr[i + 1]):
                     if lab_idx[p] == k:
                         t[i] = 1.0
-            steps[k] = lc_class(indptr, indices, data, b, t, nw, W[k], C, tol_rel, max_iter, ws, wsn, act)
+            steps[k], cg_steps[k] = lc_class(indptr, indices, data, b, t, nw, W[k], C, tol_rel, max_iter, ws, wsn, act)

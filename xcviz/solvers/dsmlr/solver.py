@@ -63,13 +63,14 @@ B_QUANTILES = {"b_p05": 0.05, "b_p50": 0.5, "b_p95": 0.95}
 D_QUANTILES = {"d_p50": 0.5, "d_p95": 0.95, "d_max": 1.0}
 # shared by every worker's row of an outer iteration
 SHARED_FIELDS = ("wall", "seconds", "epoch", "eta", "objective", "surrogate", "variational_gap", "optimum_gap",
-                 *B_QUANTILES, *D_QUANTILES, "clipped", "accuracy", "macro_f1")
+                 *B_QUANTILES, *D_QUANTILES, "clipped", "accuracy", "macro_f1", "newton_steps", "cg_steps")
 # one value per worker (the record's label is the worker)
 WORKER_FIELDS = ("compute_seconds", "idle_seconds", "bytes_moved", "blocks", "queue_length")
 ITER_FIELDS = SHARED_FIELDS + WORKER_FIELDS
 # the records' fields the dashboard's field table (app.ui.fields) draws no plot of: axes, b's and d's
 # quantiles, counts
-UNPLOTTED = ("wall", "epoch", "eta", "surrogate", *B_QUANTILES, *D_QUANTILES, "clipped", "bytes_moved", "blocks")
+UNPLOTTED = ("wall", "epoch", "eta", "surrogate", *B_QUANTILES, *D_QUANTILES, "clipped", "bytes_moved", "blocks",
+             "newton_steps")
 
 
 class DsmlrParams(param.Parameterized):
@@ -250,13 +251,13 @@ class _Dsmlr(Driver):
             eta = self.alpha / (prob.n_total * n_classes * np.sqrt(t))
             b_old = st.b.copy()
             if p.mode == "lc":
-                steps = np.zeros(n_classes, np.int64)
+                steps, cg = np.zeros(n_classes, np.int64), np.zeros(n_classes, np.int64)
                 W = st.W()
                 K_.lc_classes(prob.indptr, prob.indices, prob.data, prob.lab_ptr, prob.lab_idx, st.b, W, p.lam,
-                              p.lc_tol, p.lc_newton, self.n_threads, steps)
+                              p.lc_tol, p.lc_newton, self.n_threads, steps, cg)
                 st = self.st = State(W, np.ones(n_classes), st.b)
                 workers = {}
-                extra = {"clipped": 0, "blocks": float(steps.sum())}
+                extra = {"clipped": 0, "newton_steps": float(steps.mean()), "cg_steps": cg.sum() / max(steps.sum(), 1)}
                 true = _phase_b(prob, st)
                 b_used = b_old
             else:
