@@ -13,11 +13,14 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 def _execute(path: Path) -> nbformat.NotebookNode:
     """The notebook run in a fresh kernel that talks over Unix sockets in a private folder (as
-    `make lab`'s kernels do), not over local TCP ports."""
+    `make lab`'s kernels do), not over local TCP ports; the kernel is shut down after (nbclient
+    leaves a kernel it was handed running: each notebook's stayed alive, with its Dask clusters,
+    until the session ended)."""
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
-        NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute(
+            cleanup_kc=True)
     return nb
 
 
