@@ -181,6 +181,17 @@ def bench_ldgs(names: tuple[str, ...] = tuple(PROBLEMS)) -> dict:
     return out
 
 
+def _fit_three(train, epochs: int):
+    """exact, mips and decomp at their defaults on `train` (seed 0, one thread, no records), in turn:
+    (gradient, model, the whole fit's seconds)."""
+    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs
+
+    for gradient in ("exact", "mips", "decomp"):
+        t0 = time.monotonic()
+        model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=epochs, **COMMON, gradient=gradient), threads=THREADS)
+        yield gradient, model, time.monotonic() - t0
+
+
 def bench_many_rows() -> dict:
     """exact, mips and decomp (seed 0, one thread, one epoch) on the synthetic K = 50,000 problem
     with 50,400 training rows instead of 4,000: the paper's regime of many rows per class, where the
@@ -188,16 +199,12 @@ def bench_many_rows() -> dict:
     problem's seeds, timed retrains and variants would take most of an hour here."""
     from xcviz.api import evaluate
     from xcviz.data.synthetic import generate, split
-    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs
 
     train, test = split(generate(**MANY_ROWS_SOURCE, multiclass=True, seed=0), MANY_ROWS_TEST, seed=0)
     load_before = os.getloadavg()
     rows = {}
-    for gradient in ("exact", "mips", "decomp"):
-        t0 = time.monotonic()
-        model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=MANY_ROWS_EPOCHS, **COMMON, gradient=gradient),
-                         threads=THREADS)
-        rows[gradient] = {"epoch_seconds": model.info["epoch_seconds"], "wall": time.monotonic() - t0,
+    for gradient, model, wall in _fit_three(train, MANY_ROWS_EPOCHS):
+        rows[gradient] = {"epoch_seconds": model.info["epoch_seconds"], "wall": wall,
                           "accuracy": evaluate(model, test, train, threads=THREADS)["accuracy"]}
         print(MANY_ROWS, gradient, rows[gradient], flush=True)
     load_after = os.getloadavg()  # before the recall table, which trains nothing
@@ -243,17 +250,12 @@ def bench_margin() -> dict:
     must find. Each model's top class on every test row is kept, for differences paired over the same
     rows (notebook 04's method)."""
     from xcviz.data.presets import like
-    from xcviz.solvers.ldgs.solver import LdgsParams, fit_ldgs
 
     train, test = like("lshtc1-margin", labels=MARGIN_CLASSES)
     _warm_up()
     load_before = os.getloadavg()
     rows = {}
-    for gradient in ("exact", "mips", "decomp"):
-        t0 = time.monotonic()
-        model = fit_ldgs(train.X, train.Y, LdgsParams(epochs=MARGIN_EPOCHS, **COMMON, gradient=gradient),
-                         threads=THREADS)
-        wall = time.monotonic() - t0
+    for gradient, model, wall in _fit_three(train, MARGIN_EPOCHS):
         top = model.predict_topk(test.X, k=1, threads=THREADS)[0][:, 0]
         right = np.asarray(test.Y[np.arange(test.n), top]).ravel() > 0
         rows[gradient] = {"epoch_seconds": model.info["epoch_seconds"], "train_seconds": model.info["train_seconds"],
