@@ -25,7 +25,8 @@ import numpy as np
 
 from dsmlr_bench import bench_dsmlr
 from dsmlr_bench import render as render_dsmlr
-from ldgs_bench import bench_ldgs, bench_many_rows, render_many_rows
+from ldgs_bench import MARGIN_CHECK, MARGIN_HEADING, bench_ldgs, bench_many_rows, render_many_rows
+from ldgs_bench import bench_margin, render_margin
 from ldgs_bench import render as render_ldgs
 from memoir import MARGIN_CONTENDERS, bench_memoir, bench_parts, render_parts
 from memoir import render as render_memoir
@@ -314,6 +315,22 @@ def _memoir_subsection(old: str, lines: list[str]) -> str:
     return old[:start] + "\n".join(lines) + "\n" + old[end:]
 
 
+def _ldgs_subsection(old: str, lines: list[str], heading: str, checks: list[str], check_start: str) -> str:
+    """The text `old` with a subsection of LDGS's section (`lines`; its heading starts with `heading`) in
+    place, up to the next heading, or just before the section's Targets when it is new; and with its
+    target lines `checks` first in that Targets list, in place of the list's lines that start with
+    `check_start`."""
+    ldgs = old.index("## LDGS: gradient estimators")
+    targets = old.index("### Targets", ldgs)
+    start = old.find(f"\n{heading}", ldgs, targets) + 1
+    end = targets if start == 0 else min(old.index("\n### ", start), targets - 1) + 1
+    start = start or targets
+    stop = min(i for i in (old.find("\n### ", targets + 1), old.find("\n## ", targets + 1), len(old)) if i >= 0)
+    kept = [line for line in old[targets:stop].split("\n") if not line.startswith(check_start)]
+    listed = "\n".join(kept).replace("### Targets\n\n", "### Targets\n\n" + "".join(c + "\n" for c in checks), 1)
+    return old[:start] + "\n".join(lines) + "\n" + old[end:targets] + listed + old[stop:]
+
+
 def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
     """Rerun one section (the bibtex and delicious tables, DiSMEC++ side by side, LDGS, MEMOIR, DS-MLR,
     Dask, or the dashboard's, which ends the file) and put it in place."""
@@ -364,15 +381,11 @@ def _replace_section(out: Path, name: str, repeats: int = 5) -> None:
         return
     if name == "ldgs-rows":  # LDGS's many-rows subsection and its target line, in place (else before its Targets)
         lines, check = render_many_rows(bench_many_rows())
-        old = out.read_text()
-        ldgs = old.index("## LDGS: gradient estimators")
-        targets = old.index("### Targets", ldgs)
-        start = old.find("### Many rows", ldgs, targets)
-        start = targets if start < 0 else start
-        tail = old[targets:]
-        tail = re.sub(r"\n- many rows \(.*", "", tail, count=1)
-        tail = tail.replace("### Targets\n\n", "### Targets\n\n" + check + "\n", 1)
-        out.write_text(old[:start] + "\n".join(lines) + "\n" + tail)
+        out.write_text(_ldgs_subsection(out.read_text(), lines, "### Many rows", [check], "- many rows ("))
+        return
+    if name == "ldgs-margin":  # LDGS on lshtc1-margin at C = 20,000 and its target lines, the same way
+        lines, checks = render_margin(bench_margin())
+        out.write_text(_ldgs_subsection(out.read_text(), lines, MARGIN_HEADING, checks, MARGIN_CHECK))
         return
     if name == "memoir-predict":  # benchmarks/memoir_predict.py, one subsection per size
         for classes in SIZES:
@@ -428,7 +441,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "memoir", "memoir-predict", "memoir-margin", "margin-data", "dsmlr", "dashboard", "dask", "estimate", "records",
+    parser.add_argument("--only", choices=["core", "ldgs", "ldgs-rows", "ldgs-margin", "memoir", "memoir-predict", "memoir-margin", "margin-data", "dsmlr", "dashboard", "dask", "estimate", "records",
                                            "presets", "dismecpp", "dismec",
                                            "memoir-parts", "ppdsparse", "ppdsparse-scaling", "ppdsparse-scaling-k"],
                         help="rerun only this section and replace it in the existing --out file")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -277,3 +278,109 @@ def test_the_margin_data_table_says_where_exact_leads_random():
     lines = margin_data.render(results)
     assert "| bibtex-multiclass | 1,000 | 100 | 5,000 | 70 | 19.10 | 22.00 | -2.90 | 50.00 | 0.900 | 2.0 | 2.0 |" in lines
     assert lines[-2].startswith("The exact margin leads the random one by 3 points or more on: lshtc1-margin C=2,000;")
+
+
+LDGS_OLD = OLD.replace("## LDGS: gradient estimators\n\nldgs\n", """## LDGS: gradient estimators
+
+ldgs
+
+### bibtex (n_train 4,880, K 159, 3 epochs)
+
+bibtex table
+
+### Many rows: synthetic K=50k with n_train 50,400 (K 50,000, 1 epoch)
+
+many rows table
+
+### Targets
+
+- many rows (50,400 training rows): many rows target
+- synthetic K=50k: synthetic target
+- bibtex: bibtex target
+
+## MEMOIR: margin oracles
+
+memoir
+
+### Targets
+
+- lshtc1-margin C=20,000: MEMOIR's own target, not LDGS's
+""")
+
+
+def _margin_result(right: dict[str, list[bool]], epoch_seconds: dict[str, float]) -> dict:
+    """A result of ldgs_bench.bench_margin's form: each estimator's test rows right or not."""
+    rows = {g: {"epoch_seconds": epoch_seconds[g], "train_seconds": 10.0, "wall": 20.0,
+                "accuracy": 100 * float(np.mean(r)), "right": np.array(r)} for g, r in right.items()}
+    return {"rows": rows, "n_train": 88_806, "n_test": len(right["exact"]), "K": 20_000, "D": 347_255,
+            "epochs": 1, "load": ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0))}
+
+
+def test_the_ldgs_margin_targets_read_the_paired_differences():
+    ldgs_bench = pytest.importorskip("ldgs_bench")
+    # 100 rows: exact right on 60, mips on 50 (a subset of exact's), decomp on 55 (a subset of exact's)
+    right = {"exact": [True] * 60 + [False] * 40, "mips": [True] * 50 + [False] * 50,
+             "decomp": [True] * 55 + [False] * 45}
+    lines, checks = ldgs_bench.render_margin(_margin_result(right, {"exact": 30.0, "mips": 1.0, "decomp": 2.0}))
+    assert lines[0] == ldgs_bench.MARGIN_HEADING
+    d = np.array([1.0] * 5 + [0.0] * 95)
+    se2 = 200 * d.std(ddof=1) / 10
+    assert f"| decomp - mips | +5.00 | {se2:.2f} | beyond the noise |" in lines
+    assert "| decomp - exact | -5.00 |" in "\n".join(lines)
+    assert checks[0].startswith(ldgs_bench.MARGIN_CHECK) and checks[1].startswith(ldgs_bench.MARGIN_CHECK)
+    assert "mips 10.00 points below exact" in checks[0] and checks[0].endswith("(target >= 2 when mips falls short): met.")
+    assert checks[1].endswith("target: at most 1 under): missed; 15.0x faster per epoch (one run each; target >= 10x): met.")
+    # mips level with exact: the 2-point target does not apply; decomp 1 point behind exact and 5x faster
+    right = {"exact": [True] * 50 + [False] * 50, "mips": [True] * 50 + [False] * 50,
+             "decomp": [True] * 49 + [False] * 51}
+    _, checks = ldgs_bench.render_margin(_margin_result(right, {"exact": 10.0, "mips": 1.0, "decomp": 2.0}))
+    assert "not applicable (mips does not fall short by 1 point)" in checks[0]
+    assert checks[1].endswith("at most 1 under): met; 5.0x faster per epoch (one run each; target >= 10x): missed.")
+
+
+def test_rerunning_ldgs_margin_replaces_its_subsection_and_target_lines_in_place(tmp_path, monkeypatch):
+    ldgs_bench = pytest.importorskip("ldgs_bench")
+    first = {"exact": [True] * 60 + [False] * 40, "mips": [True] * 50 + [False] * 50,
+             "decomp": [True] * 55 + [False] * 45}
+    second = {"exact": [True] * 70 + [False] * 30, "mips": [True] * 40 + [False] * 60,
+              "decomp": [True] * 65 + [False] * 35}
+    speeds = {"exact": 30.0, "mips": 1.0, "decomp": 2.0}
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(LDGS_OLD)
+    for right in (first, second):
+        monkeypatch.setattr(run, "bench_margin", lambda r=right: _margin_result(r, speeds))
+        run._replace_section(out, "ldgs-margin")
+    text = out.read_text()
+    heading = ldgs_bench.MARGIN_HEADING
+    assert text.count(heading) == 1 and text.count(ldgs_bench.MARGIN_CHECK) == 3  # 2 in LDGS's list, MEMOIR's
+    assert "| exact | 30.00 | 70.00 |" in text and "| exact | 30.00 | 60.00 |" not in text
+    assert "mips 30.00 points below exact" in text and "mips 10.00 points below exact" not in text
+    # in place: after the many-rows subsection, before the Targets; its lines first in the list, the others kept
+    assert text.index("many rows table") < text.index(heading) < text.index("### Targets")
+    listed = text[text.index("### Targets"):text.index("## MEMOIR")]
+    assert listed.startswith(f"### Targets\n\n{ldgs_bench.MARGIN_CHECK}")
+    for kept in ("- many rows (50,400 training rows): many rows target\n", "- synthetic K=50k: synthetic target\n",
+                 "- bibtex: bibtex target\n\n"):
+        assert listed.count(kept) == 1
+    assert text.startswith(LDGS_OLD[:LDGS_OLD.index("### Targets")])
+    assert text.endswith(LDGS_OLD[LDGS_OLD.index("\n## MEMOIR"):])
+    assert "\n\n\n" not in text
+
+
+def test_rerunning_ldgs_rows_keeps_the_margin_subsection_after_it(tmp_path, monkeypatch):
+    ldgs_bench = pytest.importorskip("ldgs_bench")
+    right = {"exact": [True] * 60 + [False] * 40, "mips": [True] * 50 + [False] * 50,
+             "decomp": [True] * 55 + [False] * 45}
+    monkeypatch.setattr(run, "bench_margin", lambda: _margin_result(right, {"exact": 30.0, "mips": 1.0, "decomp": 2.0}))
+    monkeypatch.setattr(run, "bench_many_rows", lambda: None)
+    monkeypatch.setattr(run, "render_many_rows", lambda res: (["### Many rows: new", "", "new many rows table", ""],
+                                                              "- many rows (1 training rows): new target"))
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(LDGS_OLD)
+    run._replace_section(out, "ldgs-margin")
+    run._replace_section(out, "ldgs-rows")
+    text = out.read_text()
+    assert "many rows table" in text and "\nmany rows table" not in text  # the old table replaced, once
+    assert text.index("new many rows table") < text.index(ldgs_bench.MARGIN_HEADING) < text.index("### Targets")
+    assert text.count(ldgs_bench.MARGIN_CHECK) == 3 and "many rows target" not in text
+    assert text.count("- many rows (1 training rows): new target\n") == 1
