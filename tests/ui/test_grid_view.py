@@ -146,32 +146,68 @@ def test_the_grid_legend_escapes_a_run_name(tmp_path):
     assert "<img" not in view.plots.legend.object and "&lt;img" in view.plots.legend.object
 
 
-def test_every_change_a_redraw_makes_to_a_figure_leaves_in_a_panel_hold(tmp_path):
-    """A figure whose lines shrink (here the one-vs-all run's nnz, which the wall axis leaves out) is
-    sent apart, one source at a time, yet inside Panel's hold like the rest: Panel queues a held
-    message while the websocket is busy, and a change made outside a hold took Bokeh's own path
-    and overtook it, so a queued smoothing change reached the page after the next x-axis switch
-    and drew the old runs in the shrunk figure for good (a CI run of the browser test, twice)."""
-    view, *_ = _view(tmp_path)
-    plots = view.plots
+def _spied(plots, change) -> tuple[list, list]:
+    """The document events of `change()` on the grid served in a document: (all, those outside a hold)."""
     doc = Document()
+    events, unheld = [], []
     with set_curdoc(doc):
         doc.add_root(plots.grid.get_root(doc))
-        seen: dict[int, object] = {}
-        unheld = []
+        seen: set[int] = set()
         trigger = doc.callbacks.trigger_on_change
 
         def spy(event) -> None:
             if id(event) not in seen:  # a held event is triggered again when the hold ends
-                seen[id(event)] = event
+                seen.add(id(event))
+                events.append(event)
                 if doc.callbacks.hold_value is None:
                     unheld.append(event)
             trigger(event)
 
         doc.callbacks.trigger_on_change = spy
-        lines_before = len(plots._sources["nnz"][1].data["xs"])
-        plots.x_axis.value = "wall"
-    assert lines_before == 1 and plots._sources["nnz"][1].data["xs"] == []  # it shrank: sent apart
+        change()
+    return events, unheld
+
+
+def _touching(events: list, models: set[str]) -> list:
+    return [e for e in events if getattr(e, "model", None) is not None and e.model.id in models]
+
+
+def test_every_change_a_redraw_makes_to_a_figure_leaves_in_a_panel_hold(tmp_path):
+    """A figure whose lines shrink (here the objective's, when one of its two runs is unticked) is
+    sent apart, one source at a time, yet inside Panel's hold like the rest: Panel queues a held
+    message while the websocket is busy, and a change made outside a hold took Bokeh's own path
+    and overtook it, so a queued smoothing change reached the page after the next x-axis switch
+    and drew the old runs in the shrunk figure for good (a CI run of the browser test, twice)."""
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    lines_before = len(plots._sources["objective"][1].data["xs"])
+    rows = {r["id"]: r for r in RunStore(tmp_path / "home").list()}
+    _, unheld = _spied(plots, lambda: view.update(rows, [short, wide]))
+    assert lines_before == 2 and len(plots._sources["objective"][1].data["xs"]) == 1  # it shrank: sent apart
     figure_models = {m.id for pane in plots._figures.values() for m in pane.object.references()}
-    changed = [e for e in unheld if getattr(e, "model", None) is not None and e.model.id in figure_models]
+    changed = _touching(unheld, figure_models)
     assert changed == [], [(type(e.model).__name__, getattr(e, "attr", None)) for e in changed]
+
+
+def test_a_figure_with_nothing_to_draw_is_hidden_without_sending_it_anything(tmp_path):
+    """The wall axis leaves the one-vs-all run's nnz out: its figure is hidden, its data stays, and
+    it leaves the shared x range, so that nothing repaints it while hidden (BokehJS lays the whole
+    page out again at each repaint of a hidden figure: 15 layouts in 5 s with a live run). Back on
+    the iteration axis it shows what it held, and nothing of its data is sent again."""
+    view, short, long, wide = _view(tmp_path)
+    plots = view.plots
+    pane = plots._figures["nnz"]
+    held = {name: list(v) for name, v in plots._sources["nnz"][1].data.items()}
+    models = {m.id for m in pane.object.references()} - {plots.x_range.id}
+    events, _ = _spied(plots, lambda: setattr(plots.x_axis, "value", "wall"))
+    assert not pane.visible and not pane.object.visible
+    assert pane.object.x_range is not plots.x_range
+    assert {name: list(v) for name, v in plots._sources["nnz"][1].data.items()} == held
+    assert {(type(e.model).__name__, getattr(e, "attr", None)) for e in _touching(events, models)} <= {
+        ("figure", "visible"), ("figure", "x_range")}
+    plots.x_range.update(start=-5.0, end=50.0)  # the shared range moves: not the hidden figure's
+    assert (pane.object.x_range.start, pane.object.x_range.end) != (-5.0, 50.0)
+    events, _ = _spied(plots, lambda: setattr(plots.x_axis, "value", "iteration"))
+    assert pane.visible and pane.object.x_range is plots.x_range
+    assert {name: list(v) for name, v in plots._sources["nnz"][1].data.items()} == held
+    assert not [e for e in _touching(events, models) if type(e).__name__ == "ColumnDataChangedEvent"]

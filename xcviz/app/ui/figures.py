@@ -35,8 +35,11 @@ return String(Number(v.toPrecision(4)));
 LEGEND_COLUMNS = 3  # legend entries per row below a plot, at most (`legend_columns`: fewer for long names)
 LEGEND_WIDTH = 320  # px of legend row under a figure a third of a 1440 px page wide (340 px)
 LEGEND_CHAR, LEGEND_ENTRY = 5.5, 30  # px per character of its 10 px labels, and an entry's glyph and spacing
-# after a change of a legend's data: if its entries changed, lay its figure out again once drawn
+# after a change of a legend's data: if its entries changed, lay its figure out again once drawn; a
+# hidden legend (the live grid's: it has one legend for all) takes no room, so nothing to lay out:
+# a layout of one figure is a layout of the whole page in BokehJS, 40-60 ms with the dashboard's views
 _RELAYOUT = """
+if (!legend.visible) return;
 const entries = JSON.stringify(legend.items.flatMap((item) => item.get_labels_list_from_label_prop()));
 const seen = window.xcvizLegendEntries ??= new WeakMap();
 if (seen.get(legend) === entries) return;
@@ -165,6 +168,11 @@ def _extent(values: list[np.ndarray], pinned: tuple[float, float] | None) -> tup
     lo, hi = (float(finite.min()), float(finite.max())) if pinned is None else pinned
     pad = (hi - lo) * 0.05 or max(abs(lo) * 0.1, 0.5)
     return (lo - pad, hi + pad) if pinned is None else (lo - pad / 4, hi + pad / 4)
+
+
+def draws_nothing(xs: list[np.ndarray], ys: list[np.ndarray]) -> bool:
+    """Whether curves with these x and y values have no point to draw (`fit` would return False)."""
+    return _extent(xs, None) is None or _extent(ys, None) is None
 
 
 def fit_range(rng: Range1d, values: list[np.ndarray], follow: bool = True,

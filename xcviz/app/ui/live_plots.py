@@ -36,8 +36,8 @@ from bokeh.models import ColumnDataSource, HoverTool, Title
 from ...records.climbs import climb_mask, climbs
 from ...runs.aggregate import MAX_POINTS, X_AXES, downsample, smooth, smoothing_rule
 from .fields import FIELDS, GAP_FLOOR, plotted_fields
-from .figures import (fit, fit_legend, fit_range, locked, new_figure, new_range, retick, scaled, set_log,
-                      style_legend, zoomed)
+from .figures import (draws_nothing, fit, fit_legend, fit_range, locked, new_figure, new_range, retick, scaled,
+                      set_log, style_legend, zoomed)
 from .records import PlotRun
 from .references import Reference
 from ..._util.text import markdown_text
@@ -175,6 +175,7 @@ class LivePlots:
         self._bands: dict[str, object] = {}  # field -> its bands' renderer (hidden with "medians only")
         # every figure's x range: one, so that panning or zooming one figure moves them all (issue 40)
         self.x_range = new_range()
+        self._hidden_range = new_range()  # a hidden figure's x range instead (see `_show`)
         self._x_view: tuple | None = None  # the runs and settings the shared x range was fitted for
         self.references: dict[str, list[Reference]] = {}
         self._plotted: dict[str, set[str]] = {}  # run id -> the fields it is drawn in (set by redraw)
@@ -253,6 +254,17 @@ class LivePlots:
         """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = what
         the band of each run it draws spans ("labels", "workers"; None: one trajectory). `alone`:
         each source's new data in a message of its own, then the rest in one (see `redraw`)."""
+        if plan.data is not None and draws_nothing(
+                [c["x"] for _, _, c in plan.curves],
+                [c[k] for _, _, c in plan.curves for k in ("median", "lower", "upper")] + [r.value for r in plan.refs]):
+            # nothing to draw: the figure is hidden and its sources, ranges and `_sent` keep what
+            # they hold, so a return to that view shows them again without sending them. BokehJS
+            # repaints a hidden figure whose data changed, finds its side panels' 0 x 0 boxes differ
+            # from their content and lays the whole page out again: 40-60 ms a time, for every hidden
+            # figure at every refresh of a live run (a one-vs-all run hides five on the wall-time axis)
+            with pn.io.hold() if alone else nullcontext():
+                self._show(field, False)
+            return
         if plan.data is not None:
             for source, columns in zip(self._sources[field], plan.data):
                 with pn.io.hold() if alone else nullcontext():
@@ -283,11 +295,18 @@ class LivePlots:
                             if np.isfinite(c["median"]).any()}
         if self._bands[field].visible == self.medians_only.value:
             self._bands[field].visible = not self.medians_only.value
-        if self._figures[field].visible != visible:  # a field none of the shown runs records on this axis
+        self._show(field, visible)
+
+    def _show(self, field: str, visible: bool) -> None:
+        """Show or hide a field's figure (hidden: none of the shown runs records it on this axis)."""
+        if self._figures[field].visible != visible:
             # the figure's own flag first: Panel's pane copies it back over its `visible` when that
             # returns to its default (True), so a figure hidden once stayed hidden when shown again
-            fig.visible = visible
+            self._figures[field].object.visible = visible
             self._figures[field].visible = visible
+            # hidden, off the shared x range: a change of that range repainted every hidden figure,
+            # and each repaint of a hidden figure lays the whole page out again (`_apply`)
+            self._figures[field].object.x_range = self.x_range if visible else self._hidden_range
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
              follow: bool = True) -> bool:
