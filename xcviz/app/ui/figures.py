@@ -198,7 +198,7 @@ def fit(fig, xs: list[np.ndarray], ys: list[np.ndarray], log_x: bool, log_y: boo
     its ticks; y_bounds pins the y range (shares: 0 to 1). False if nothing finite is drawn.
     `fit_x` False: the x range is shared with other figures and fitted to all of them apart
     (`fit_range`). See `fit_range` for `follow`."""
-    if _extent(xs, None) is None or _extent(ys, y_bounds) is None:
+    if draws_nothing(xs, ys):
         return False
     if fit_x:
         fit_range(fig.x_range, xs, follow)

@@ -254,9 +254,8 @@ class LivePlots:
         """Send a figure its planned data, ranges, ticks, axes and visibility; drawn[field] = what
         the band of each run it draws spans ("labels", "workers"; None: one trajectory). `alone`:
         each source's new data in a message of its own, then the rest in one (see `redraw`)."""
-        if plan.data is not None and draws_nothing(
-                [c["x"] for _, _, c in plan.curves],
-                [c[k] for _, _, c in plan.curves for k in ("median", "lower", "upper")] + [r.value for r in plan.refs]):
+        if plan.data is not None and draws_nothing(*self._fitted([c for _, _, c in plan.curves], plan.refs,
+                                                                plan.log_y)):
             # nothing to draw: the figure is hidden and its sources, ranges and `_sent` keep what
             # they hold, so a return to that view shows them again without sending them. BokehJS
             # repaints a hidden figure whose data changed, finds its side panels' 0 x 0 boxes differ
@@ -315,9 +314,15 @@ class LivePlots:
         finite point). The x range is every figure's and fitted by `_fit_x`."""
         unit = FIELDS[field].unit
         pinned = None if log_y else {"share": (0.0, 1.0), "percent": (0.0, 100.0)}.get(unit)
+        xs, ys = self._fitted(curves, refs, log_y)
+        return fit(fig, xs, ys, self.log_x.value, log_y, pinned, follow, fit_x=False)
+
+    def _fitted(self, curves: list[dict], refs: list[Reference], log_y: bool) -> tuple[list, list]:
+        """The x and y values a figure's ranges are fitted to: its curves' medians (and band edges,
+        unless "medians only") and its reference lines, as drawn."""
         edges = ("median",) if self.medians_only.value else ("median", "lower", "upper")
         ys = [c[k] for c in curves for k in edges] + [scaled([r.value for r in refs], log_y)]
-        return fit(fig, [c["x"] for c in curves], ys, self.log_x.value, log_y, pinned, follow, fit_x=False)
+        return [c["x"] for c in curves], ys
 
     def _fit_x(self, drawn: dict[str, set]) -> None:
         """The shared x range over what every drawn figure draws (a zoom kept while the shown
