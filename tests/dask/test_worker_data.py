@@ -76,6 +76,30 @@ def test_workers_read_the_data_and_the_scheduler_never_holds_it(small_xc, tmp_pa
     assert sorted(dask_sink.frame("label")["label"]) == list(range(train.n_labels))
 
 
+@pytest.mark.parametrize("fit, params", [(fit_dismec, DismecParams(init="msi", label_sample=90)),
+                                         (fit_ppdsparse, PPDSparseParams(label_sample=0.25))],
+                         ids=["dismec-count", "ppdsparse-share"])
+@pytest.mark.cluster
+def test_a_label_sample_on_workers_reading_the_data_is_the_threads_sample(small_xc, tmp_path, cluster, fit, params):
+    """`label_sample` on Dask (issue #39 item 5's runs at full shape): each worker reads the whole
+    file and trains the sampled columns the driver drew, so the model, its sample note and the
+    labels recorded are the threads run's."""
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
+    path = str(small_xc[0])
+    train, _ = resolve(path)
+    threads_sink, dask_sink = MemorySink(), MemorySink()
+    a = fit(train.X, train.Y, params, threads=1, recorder=threads_sink)
+    b = fit(train.X, train.Y, params, threads=1, recorder=dask_sink, cluster=cluster, source=DataSource.of(path),
+            blocks_dir=str(blocks))
+    sample = a.info["label_sample"]
+    assert sample["of"] == train.n_labels and len(sample["labels"]) == (90 if isinstance(params, DismecParams) else 75)
+    assert b.info["label_sample"] == sample and b.info["data_from"] == "workers"
+    assert a.weights.shape[0] == len(sample["labels"]) and (a.weights != b.weights).nnz == 0 and a.weights.nnz > 0
+    np.testing.assert_array_equal(a.bias_weights, b.bias_weights)
+    assert dask_sink.frame("task")["labels"].sum() == len(sample["labels"])
+    assert sorted(dask_sink.frame("label")["label"]) == sorted(threads_sink.frame("label")["label"])
+
 def test_a_recipe_is_small_and_a_changed_file_is_refused(small_xc, tmp_path):
     """The recipe a task carries is a few hundred bytes (the path, stamps and constants), and a
     worker that finds the file changed since the driver stamped it refuses it, naming the file."""
