@@ -78,8 +78,8 @@ class Dashboard:
         self._rows: dict[str, dict] = {}
         self.runs.table.param.watch(locked(lambda _e: self.show()), "selection")
         # only the open tab's components are on the page (updating those of a closed tab there sends
-        # stylesheets linking Panel's CDN), and only its texts and widgets are kept up to date (the
-        # live plots' and per-label figures always are). Opening a tab brings its components up to
+        # stylesheets linking Panel's CDN), and only its texts, widgets and per-label figures are
+        # kept up to date (the live plots' figures always are). Opening a tab brings its components up to
         # date first, then puts them on the page: they arrive drawn, in the one message that adds
         # them (with Panel's dynamic tabs they arrived as last drawn and were updated a tick later,
         # in messages that could overtake the one adding them: "reference pNNNN isn't known")

@@ -121,8 +121,8 @@ class PositivesView:
         return {"x": [math.nan] * len(view), "y": [math.nan] * len(view),
                 "run": [name for _, name, _ in view], "color": [color for _, _, color in view]}
 
-    def show(self, runs: dict[str, PlotRun], text: bool = True) -> None:
-        """Draw these runs' labels; with `text`, say above the figures when they have none."""
+    def show(self, runs: dict[str, PlotRun]) -> None:
+        """Draw these runs' labels; say above the figures when they have none."""
         sent = [(run, len(r.records.labels), r.name, r.color) for run, r in runs.items()]
         if sent != self._sent:
             data = self._columns(runs)
@@ -140,7 +140,7 @@ class PositivesView:
             for fig, log_y in ((self.iterations, False), (self.seconds, True)):
                 if zoomed(fig.x_range) or zoomed(fig.y_range):
                     retick(fig, True, log_y)  # the user zoomed: ticks for what is shown
-        note = _no_labels(runs) if text else self.note.object
+        note = _no_labels(runs)
         if note != self.note.object:
             self.note.object, self.note.visible = note, bool(note)
 

@@ -42,7 +42,10 @@ class RunView:
     def update(self, rows: dict[str, dict], shown: list[str], texts: tuple[str, ...] = ("plots", "positives")
                ) -> dict[str, PlotRun]:
         """Show these runs (ids, with their store rows); the views named in `texts` also update the
-        text they show beside their figures (a page leaves out those of tabs it does not show).
+        text they show beside their figures (a page leaves out those of tabs it does not show), and
+        the per-label figures are drawn only when "positives" is named: a finished run of 10M records
+        has half a million label points, which a page recomputed at every live batch while its tab
+        was closed (`Dashboard._open_tab` draws them before the tab shows them).
         Returns the runs as the views see them."""
         runs = {}
         colors = self.colors.assign({run: preferred_color(rows[run]) for run in shown})
@@ -62,7 +65,8 @@ class RunView:
         self.plots.statuses = {run: rows[run]["status"] for run in shown}
         plotted = self.seeds.apply(runs, {run: run_spec(rows[run]) for run in shown})
         self.plots.show(plotted, text="plots" in texts, references={**lbfgs_references(rows, runs), **newton_rows_reference(runs)})
-        self.positives.show(runs, text="positives" in texts)
+        if "positives" in texts:
+            self.positives.show(runs)
         return runs
 
     def forget(self, run: str) -> None:
