@@ -259,7 +259,9 @@ class RunsTable:
 
     def _show_errors(self) -> None:
         """The errors of the ticked runs that failed, above the table."""
-        failed = self._full[self._full["id"].isin(self.ticked()) & (self._full["status"] == "failed")]
+        # two columns, not the hundred: itertuples over every column cost 30 ms a refresh
+        failed = self._full.loc[self._full["id"].isin(self.ticked()) & (self._full["status"] == "failed"),
+                                ["name", "error"]]
         text = "\n\n".join(f"**{markdown_text(r.name)} failed**: {markdown_text(r.error)}" for r in failed.itertuples())
         if text != self.failures.object:
             self.failures.object = text
