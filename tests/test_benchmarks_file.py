@@ -384,3 +384,17 @@ def test_rerunning_ldgs_rows_keeps_the_margin_subsection_after_it(tmp_path, monk
     assert text.index("new many rows table") < text.index(ldgs_bench.MARGIN_HEADING) < text.index("### Targets")
     assert text.count(ldgs_bench.MARGIN_CHECK) == 3 and "many rows target" not in text
     assert text.count("- many rows (1 training rows): new target\n") == 1
+
+
+def test_the_page_server_bench_measures_a_refresh_and_every_control(tmp_path):
+    """benchmarks/page_server_cpu.py over a small store: a positive CPU median for a refresh and for
+    each control, and the live run it added is gone from the store after."""
+    bench = pytest.importorskip("page_server_cpu")
+    from xcviz.runs.store import RunStore
+
+    store = RunStore(tmp_path / "home")
+    bench.records_scale.fill_big(store, 20_000)
+    result = bench.measure(store, refreshes=2, repeats=1)
+    assert set(result) == {"refresh", "x-axis", "smoothing", "log", "selection"}
+    assert all(ms > 0 for ms in result.values()), result
+    assert [r["name"] for r in store.list()] == ["finished-10M"]
