@@ -18,7 +18,7 @@ time, one value per label) and the number of records, labels and batches it cove
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ _LOG_GAMMA = float(np.log(GAMMA))
 _SPAN = 1 << 20  # bucket indices are clipped to +-_SPAN: gamma^_SPAN is far beyond float64's range
 _HIST = ("h_field", "h_group", "h_code", "h_count")
 _STATS = ("s_field", "s_group", "s_count", "s_min", "s_max", "s_sum")
+_NUMERIC = "biufc"  # the dtype kinds pandas counts as numeric (bool included)
 
 
 def _codes(values: np.ndarray) -> np.ndarray:
@@ -76,31 +77,39 @@ class Summary:
         self.arrays = arrays
 
     @classmethod
-    def of(cls, batch: pd.DataFrame) -> Summary:
-        """The summary of one batch of iteration records (whole labels, derived fields included)."""
-        fields = [c for c in batch.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])]
-        group = batch["iteration"].to_numpy(np.int64)
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in (*_HIST, *_STATS)}
-        for f, field in enumerate(fields):
-            values = batch[field].to_numpy(np.float64)
+    def of(cls, batch: Mapping[str, np.ndarray] | pd.DataFrame) -> Summary:
+        """The summary of one batch of iteration records (whole labels, derived fields included),
+        given as a frame or as equal-length columns: every numeric column but ID_COLUMNS is a
+        field. All fields are reduced at once (one sort by field, iteration and bucket), each
+        (field, iteration)'s values in record order as a per-field reduction would take them."""
+        columns = {name: np.asarray(batch[name]) for name in batch}
+        fields = [c for c in columns if c not in ID_COLUMNS and columns[c].dtype.kind in _NUMERIC]
+        n = len(columns["iteration"])
+        if fields:
+            values = np.stack([columns[f].astype(np.float64) for f in fields]).ravel()
             keep = np.isfinite(values)
-            g, v = group[keep], values[keep]
-            (hg, hc), counts = _reduce((g, _codes(v)), {"n": (np.ones(len(v), np.int64), np.add)})
-            parts["h_field"].append(np.full(len(hg), f, np.int64))
-            parts["h_group"].append(hg)
-            parts["h_code"].append(hc)
-            parts["h_count"].append(counts["n"])
-            (sg,), stats = _reduce((g,), {"n": (np.ones(len(v), np.int64), np.add), "lo": (v, np.minimum),
-                                          "hi": (v, np.maximum), "sum": (v, np.add)})
-            parts["s_field"].append(np.full(len(sg), f, np.int64))
-            parts["s_group"].append(sg)
-            for name, key in (("s_count", "n"), ("s_min", "lo"), ("s_max", "hi"), ("s_sum", "sum")):
-                parts[name].append(stats[key])
-        arrays = {name: np.concatenate(p) if p else np.zeros(0) for name, p in parts.items()}
-        done = (batch.groupby("label")["wall"].max().to_numpy(np.float64) if {"label", "wall"} <= set(batch)
-                else np.zeros(0))
-        labels = batch["label"].nunique() if "label" in batch else 1
-        arrays.update(done_at=done, totals=np.array([len(batch), labels, 1], np.int64))
+            field = np.repeat(np.arange(len(fields), dtype=np.int64), n)[keep]
+            group = np.tile(columns["iteration"].astype(np.int64), len(fields))[keep]
+            v = values[keep]
+            ones = np.ones(len(v), np.int64)
+            (hf, hg, hc), hist = _reduce((field, group, _codes(v)), {"n": (ones, np.add)})
+            (sf, sg), stats = _reduce((field, group), {"n": (ones, np.add), "lo": (v, np.minimum),
+                                                       "hi": (v, np.maximum), "sum": (v, np.add)})
+            arrays = {"h_field": hf, "h_group": hg, "h_code": hc, "h_count": hist["n"], "s_field": sf,
+                      "s_group": sg, "s_count": stats["n"], "s_min": stats["lo"], "s_max": stats["hi"],
+                      "s_sum": stats["sum"]}
+        else:
+            arrays = {name: np.zeros(0) for name in (*_HIST, *_STATS)}
+        label = columns.get("label")
+        done, count = np.zeros(0), 1 if label is None else 0
+        if label is not None and len(label):  # each label's last wall time, by label
+            order = np.argsort(label, kind="stable")
+            sorted_label = label[order]
+            starts = np.flatnonzero(np.append(True, sorted_label[1:] != sorted_label[:-1]))
+            count = len(starts)
+            if "wall" in columns:
+                done = np.fmax.reduceat(columns["wall"].astype(np.float64)[order], starts)
+        arrays.update(done_at=done, totals=np.array([n, count, 1], np.int64))
         return cls(fields, arrays)
 
     @classmethod
