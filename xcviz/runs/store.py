@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
-from .aggregate import with_derived
+from .derived import per_label_fields
 from .failure_note import read_note
 from .sketch import Summary
 
@@ -576,7 +576,8 @@ class RunStore:
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
-            RunStore._add_summary(db, run, kind, Summary.of(with_derived(pd.DataFrame(columns), _rows(db, run))))
+            derived = per_label_fields(columns, _rows(db, run))
+            RunStore._add_summary(db, run, kind, Summary.of({**columns, **derived}))
             db.executemany("INSERT INTO batch_labels (run, kind, label, seq) VALUES (?, ?, ?, ?)",
                            ((run, kind, int(label), seq) for label in np.unique(columns["label"])))
 
