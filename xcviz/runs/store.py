@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
+from . import npz
 from .derived import per_label_fields
 from .failure_note import read_note
 from .sketch import Summary
@@ -85,9 +86,7 @@ class StoreError(ValueError):
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+    return npz.pack(arrays)
 
 
 def _unpack(blob: bytes) -> dict[str, np.ndarray]:
