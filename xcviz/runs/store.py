@@ -30,6 +30,7 @@ import shutil
 import socket
 import sqlite3
 import stat
+import threading
 import time
 import uuid
 import zipfile
@@ -330,17 +331,21 @@ class RunStore:
         if row is not None and int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {row[0]} is newer than this xcviz ({SCHEMA_VERSION})")
 
+    def _check_same(self) -> None:
+        """Refuse a store whose folder or database was replaced since it was checked (one gone
+        passes: connecting to it fails, and says so)."""
+        try:
+            folder, database = os.stat(self.home), os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino) != self._identity:
+            raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
+                             f"to have it checked)")
+
     def _connect(self) -> sqlite3.Connection:
         """A connection that never creates the file: a store deleted under a run is an error, not
         a new empty store; nor one whose folder or database was replaced since it was checked."""
-        try:
-            folder, database = os.stat(self.home), os.stat(self.path)
-            same = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino) == self._identity
-        except FileNotFoundError:
-            same = True  # gone: the connection below says so
-        if not same:
-            raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
-                             f"to have it checked)")
+        self._check_same()
         mode = "ro" if self.read_only else "rw"
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True, timeout=60,
                              isolation_level=None)
@@ -375,12 +380,25 @@ class RunStore:
             db.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _on(self, db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        """A connection held by the caller (`hold`), with _db's errors and _connect's checks (a held
+        connection would go on writing into a store deleted or replaced under it); left open."""
+        self._check_same()
+        if not self.path.exists():
+            raise StoreError(f"{self.path}: the run store is gone")
+        try:
+            yield db
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    @contextmanager
+    def _transaction(self, held: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken at once (BEGIN IMMEDIATE): what it reads no other writer
-        changes before it commits; any error rolls all of it back."""
+        changes before it commits; any error rolls all of it back. On `held` (a connection from
+        `hold`, idle) instead of a new short one, which saves opening and closing one per write."""
         if self.read_only:
             raise StoreError(f"{self.path}: the run store is read-only here (it can be listed, not changed)")
-        with self._db() as db:
+        with self._on(held) if held is not None else self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -590,10 +608,11 @@ class RunStore:
             db.execute("INSERT INTO summaries (run, kind, level, seq, payload) VALUES (?, ?, ?, (SELECT "
                        "COALESCE(MAX(seq), 0) + 1 FROM summaries WHERE run = ? AND kind = ? AND level = ?), ?)",
                        (run, kind, level, run, kind, level, payload))
+            if db.execute("SELECT COUNT(*) FROM summaries WHERE run = ? AND kind = ? AND level = ?",
+                          (run, kind, level)).fetchone()[0] < SUMMARY_FANOUT:
+                return  # counted, not read: the payloads are read only when they are merged
             rows = db.execute("SELECT payload FROM summaries WHERE run = ? AND kind = ? AND level = ?",
                               (run, kind, level)).fetchall()
-            if len(rows) < SUMMARY_FANOUT:
-                return
             db.execute("DELETE FROM summaries WHERE run = ? AND kind = ? AND level = ?", (run, kind, level))
             level, payload = level + 1, Summary.merge([Summary.unpack(r[0]) for r in rows]).pack()
 
@@ -611,8 +630,10 @@ class RunStore:
         summary = Summary.merge([Summary.unpack(r[0]) for r in rows])
         return (summary, last) if summary.batches == count else (None, 0)
 
-    def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
-        with self._transaction() as db:
+    def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray],
+                     held: sqlite3.Connection | None = None) -> None:
+        """Append one batch of records (on `held`, a connection from `hold`, if given)."""
+        with self._transaction(held) as db:
             self._insert_batch(db, run, kind, columns)
 
     def records(self, run: str, kind: str, after: int = 0) -> tuple[pd.DataFrame, int]:
@@ -681,12 +702,13 @@ class RunStore:
                        (run, last + 1, _pack({"dropped_through": np.array([last])})))
 
     def add_block(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray,
-                  batches: list[tuple[str, dict[str, np.ndarray]]] = (), token: str | None = None) -> None:
+                  batches: list[tuple[str, dict[str, np.ndarray]]] = (), token: str | None = None,
+                  held: sqlite3.Connection | None = None) -> None:
         """A finished block: its record batches and its weights, in one transaction (a crash keeps all of it or none). With `token`, written only while that claim
-        still owns the run; StoreError otherwise (another process resumed it)."""
+        still owns the run; StoreError otherwise (another process resumed it). On `held` as append_batch."""
         payload = _pack({"labels": labels, "indptr": weights.indptr, "indices": weights.indices,
                          "data": weights.data, "bias": bias_weights, "shape": np.array(weights.shape)})
-        with self._transaction() as db:
+        with self._transaction(held) as db:
             if token is not None:
                 row = db.execute("SELECT claim FROM runs WHERE id = ?", (run,)).fetchone()
                 if row is None or row[0] != token:
@@ -734,34 +756,43 @@ class SqliteSink:
         self.store, self.run, self.token = store, run, token
         self._held: list[tuple[str, dict[str, np.ndarray]]] = []
         self._keeper: sqlite3.Connection | None = None
+        self._keeper_thread: int | None = None
 
     def begin(self, meta: dict) -> None:
         """Sets the run's label count, and keeps the problem's sizes as a `begin` record (readers
         need the number of training rows to show the active set as a fraction). Holds a store
-        connection open until `end` (RunStore.hold: the run's many short writes stay cheap)."""
+        connection open until `end` (RunStore.hold: the run's many short writes stay cheap), and
+        writes the run's batches through it."""
         if self._keeper is None:
             self._keeper = self.store.hold()
+            self._keeper_thread = threading.get_ident()
         self.store.update(self.run, total=int(meta.get("n_labels", 0)))
         sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads", "workers")
                  if k in meta}  # workers: DS-MLR's, whose records' `label` is the worker
         if sizes:
-            self.store.append_batch(self.run, "begin", sizes)
+            self.store.append_batch(self.run, "begin", sizes, held=self._connection())
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """The held connection, in the thread that made it (SQLite's connections belong to their
+        thread); None elsewhere or before `begin`: the store opens a short one."""
+        return self._keeper if self._keeper_thread == threading.get_ident() else None
 
     def write(self, kind: str, columns: dict[str, np.ndarray]) -> None:
         columns = {k: np.asarray(v) for k, v in columns.items()}
         if self.token is None:
-            self.store.append_batch(self.run, kind, columns)
+            self.store.append_batch(self.run, kind, columns, held=self._connection())
         else:
             self._held.append((kind, columns))
 
     def block(self, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
         """A finished block's weights: stored with the records held since the last block."""
         held, self._held = self._held, []
-        self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token)
+        self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token,
+                             held=self._connection())
 
     def end(self, summary: dict) -> None:
         """Lets go of the connection `begin` held (a run that fails before its end lets go of it
         when the sink is collected)."""
         if self._keeper is not None:
             self._keeper.close()
-            self._keeper = None
+            self._keeper, self._keeper_thread = None, None
