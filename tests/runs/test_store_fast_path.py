@@ -168,3 +168,17 @@ def test_a_batch_with_epoch_gets_no_summary(tmp_path):
     store.append_batch(run, "iteration", {"label": np.zeros(3, np.int64), "iteration": np.arange(3),
                                           "epoch": np.ones(3), "objective": np.ones(3)})
     assert store.summary(run) == (None, 0)
+
+
+def test_each_batch_takes_the_rows_of_the_latest_begin(tmp_path):
+    """A resumed run writes a new `begin`: the batches after it are divided by its rows, not by
+    those the store decoded for the batches before (runs.store._rows keeps them by batch number)."""
+    store = RunStore(tmp_path)
+    run = store.create("{}", "resumed")
+    batch = {"label": np.arange(4), "iteration": np.zeros(4, np.int64), "active_set": np.full(4, 10)}
+    for rows in (100, 40):
+        store.append_batch(run, "begin", {"n": np.array([rows])})
+        store.append_batch(run, "iteration", batch)
+    summary, _ = store.summary(run)
+    b = summary.bands("active_fraction")
+    assert b["count"].tolist() == [8] and b["lower"].tolist() == [0.1] and b["upper"].tolist() == [0.25]

@@ -114,12 +114,19 @@ def label_rows(batches: Iterable[pd.DataFrame], label: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _rows(db: sqlite3.Connection, run: str) -> int | None:
-    """The run's number of training rows from its `begin` batch (None before it)."""
-    row = db.execute("SELECT payload FROM batches WHERE run = ? AND kind = 'begin' ORDER BY seq DESC LIMIT 1",
+def _rows(db: sqlite3.Connection, run: str, known: dict[str, tuple[int, int | None]]) -> int | None:
+    """The run's number of training rows from its latest `begin` batch (None before it). `known`
+    keeps {run: (that batch's number, its rows)}: the batch is decoded once, not for every batch
+    of iteration records (np.load's fixed cost), and again only when a later `begin` replaces it."""
+    row = db.execute("SELECT seq FROM batches WHERE run = ? AND kind = 'begin' ORDER BY seq DESC LIMIT 1",
                      (run,)).fetchone()
-    meta = _unpack(row[0]) if row is not None else {}
-    return int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None
+    if row is None:
+        return None
+    if known.get(run, (None,))[0] != row[0]:
+        payload = db.execute("SELECT payload FROM batches WHERE run = ? AND seq = ?", (run, row[0])).fetchone()[0]
+        meta = _unpack(payload)
+        known[run] = (row[0], int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None)
+    return known[run][1]
 
 
 def default_home() -> Path:
@@ -275,6 +282,7 @@ class RunStore:
             raise StoreError(f"{self.path}: empty file (0 bytes): not a run store, or one truncated; move it "
                              f"away to start a new store here")
         self._identity = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino)
+        self._begin_rows: dict[str, tuple[int, int | None]] = {}  # _rows' decoded `begin` batches
         for suffix in ("-wal", "-shm", "-journal"):  # SQLite reads their pages as the database's
             _check_private(Path(f"{self.path}{suffix}"), f"{suffix[1:]} file", stat.S_ISREG, missing_ok=True)
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.home, os.W_OK))
@@ -585,15 +593,14 @@ class RunStore:
             raise self._no_run(repr(run))
         return bool(row[0])
 
-    @staticmethod
-    def _insert_batch(db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
+    def _insert_batch(self, db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
         """Append a batch; a one-vs-all iteration batch (whole labels, no `epoch`) also adds its
         summary (sketch.Summary, derived fields included) and its labels to `batch_labels` (the
         label inspector's index) in the same transaction."""
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
-            derived = per_label_fields(columns, _rows(db, run))
+            derived = per_label_fields(columns, _rows(db, run, self._begin_rows))
             RunStore._add_summary(db, run, kind, Summary.of({**columns, **derived}))
             db.executemany("INSERT INTO batch_labels (run, kind, label, seq) VALUES (?, ?, ?, ?)",
                            ((run, kind, int(label), seq) for label in np.unique(columns["label"])))
