@@ -20,16 +20,22 @@ _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")  # central directory entry, then 
 _END = struct.Struct("<IHHHHIIH")  # end of central directory record
 _DOS_DATE = (1 << 5) | 1  # 1980-01-01, the earliest date a zip can hold: the blob depends on the arrays alone
 _LIMIT = 1 << 31
+_MAGIC = b"\x93NUMPY\x01\x00"
+_MAGIC_SIZE = len(_MAGIC) + 2  # and the header's length
 _UNIX = 3 << 8  # "made by" a unix system: the members' mode (0600) is read from the external attributes
 
 
 def _npy(array: np.ndarray) -> tuple[bytes, bytes]:
-    """An array's .npy header (format 1.0) and its data in C order."""
-    head = io.BytesIO()
-    header = np.lib.format.header_data_from_array_1_0(array)
-    header["fortran_order"] = False
-    np.lib.format.write_array_header_1_0(head, header)
-    return head.getvalue(), array.tobytes(order="C")
+    """An array's .npy header (format 1.0: magic, length, the header dict padded so that the data
+    starts at a multiple of 64 bytes) and its data in C order. ValueError: a header too long."""
+    text = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (
+        np.lib.format.dtype_to_descr(array.dtype), array.shape)
+    length = len(text) + 1
+    length += -(_MAGIC_SIZE + length) % 64
+    if length > 0xFFFF:
+        raise ValueError("header too long for format 1.0")
+    head = _MAGIC + struct.pack("<H", length) + text.encode("latin1") + b" " * (length - len(text) - 1) + b"\n"
+    return head, array.tobytes(order="C")
 
 
 def pack(arrays: dict[str, np.ndarray]) -> bytes:
@@ -41,7 +47,7 @@ def pack(arrays: dict[str, np.ndarray]) -> bytes:
     for name, array in arrays.items():
         try:
             head, data = _npy(array)
-        except ValueError:  # a header too long for format 1.0
+        except ValueError:  # a header too long for format 1.0 (a structured dtype of many fields)
             return _savez(arrays)
         size = len(head) + len(data)
         crc = zlib.crc32(data, zlib.crc32(head))
