@@ -70,6 +70,39 @@ def _reduce(keys: tuple[np.ndarray, ...], columns: dict[str, tuple[np.ndarray, n
             {name: ufunc.reduceat(values[order], starts) for name, (values, ufunc) in columns.items()})
 
 
+_CODE_OFFSET = 2 * _SPAN + 1  # bucket codes lie in [-_CODE_OFFSET, _CODE_OFFSET] (see _codes)
+_CODE_BITS = 23  # so a code + _CODE_OFFSET lies in [0, 4 _SPAN + 2] < 2^23
+
+
+def _field_arrays(values: np.ndarray, group: np.ndarray) -> dict[str, np.ndarray]:
+    """The histogram and statistics arrays of fields x records `values` by `group` (iteration),
+    as `_reduce` gives them per field: one stable sort of the groups serves every field (the
+    values of a (field, group) keep their record order, so sums add in the same order), and the
+    buckets are counted by one sort of (field-group, code) packed into one integer."""
+    fields, n = values.shape
+    within = np.argsort(group, kind="stable")
+    order = (np.arange(fields, dtype=np.int64)[:, None] * n + within[None, :]).ravel()
+    flat = values.ravel()
+    order = order[np.isfinite(flat[order])]
+    field, group, v = order // n, group[order % n], flat[order]
+    if not len(v):
+        empty = np.zeros(0, np.int64)
+        return {"h_field": empty, "h_group": empty, "h_code": empty, "h_count": empty, "s_field": empty,
+                "s_group": empty, "s_count": empty, "s_min": v, "s_max": v, "s_sum": v}
+    new = np.empty(len(v), bool)
+    new[0] = True
+    new[1:] = (field[1:] != field[:-1]) | (group[1:] != group[:-1])
+    starts = np.flatnonzero(new)
+    segment = np.cumsum(new) - 1
+    keys, counts = np.unique((segment << _CODE_BITS) | (_codes(v) + _CODE_OFFSET), return_counts=True)
+    h_segment = starts[keys >> _CODE_BITS]
+    return {"h_field": field[h_segment], "h_group": group[h_segment],
+            "h_code": (keys & ((1 << _CODE_BITS) - 1)) - _CODE_OFFSET, "h_count": counts,
+            "s_field": field[starts], "s_group": group[starts], "s_count": np.diff(np.append(starts, len(v))),
+            "s_min": np.minimum.reduceat(v, starts), "s_max": np.maximum.reduceat(v, starts),
+            "s_sum": np.add.reduceat(v, starts)}
+
+
 class Summary:
     """A mergeable per-iteration summary of iteration records (see the module's docstring)."""
 
@@ -87,18 +120,8 @@ class Summary:
         fields = [c for c in columns if c not in ID_COLUMNS and columns[c].dtype.kind in _NUMERIC]
         n = len(columns["iteration"])
         if fields:
-            values = np.stack([columns[f].astype(np.float64) for f in fields]).ravel()
-            keep = np.isfinite(values)
-            field = np.repeat(np.arange(len(fields), dtype=np.int64), n)[keep]
-            group = np.tile(columns["iteration"].astype(np.int64), len(fields))[keep]
-            v = values[keep]
-            ones = np.ones(len(v), np.int64)
-            (hf, hg, hc), hist = _reduce((field, group, _codes(v)), {"n": (ones, np.add)})
-            (sf, sg), stats = _reduce((field, group), {"n": (ones, np.add), "lo": (v, np.minimum),
-                                                       "hi": (v, np.maximum), "sum": (v, np.add)})
-            arrays = {"h_field": hf, "h_group": hg, "h_code": hc, "h_count": hist["n"], "s_field": sf,
-                      "s_group": sg, "s_count": stats["n"], "s_min": stats["lo"], "s_max": stats["hi"],
-                      "s_sum": stats["sum"]}
+            arrays = _field_arrays(np.stack([columns[f].astype(np.float64) for f in fields]),
+                                   columns["iteration"].astype(np.int64))
         else:
             arrays = {name: np.zeros(0) for name in (*_HIST, *_STATS)}
         label = columns.get("label")
