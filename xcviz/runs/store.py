@@ -486,6 +486,16 @@ class RunStore:
             if db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run)).rowcount != 1:
                 raise self._no_run(repr(run))
 
+    def begin_run(self, run: str, total: int, sizes: dict[str, np.ndarray],
+                  held: sqlite3.Connection | None = None) -> None:
+        """A run's start as its sink records it: its label count and (unless `sizes` is empty) its
+        `begin` batch of problem sizes, in one transaction (on `held` as append_batch)."""
+        with self._transaction(held) as db:
+            if db.execute("UPDATE runs SET total = ? WHERE id = ?", (total, run)).rowcount != 1:
+                raise self._no_run(repr(run))
+            if sizes:
+                self._insert_batch(db, run, "begin", sizes)
+
     def get(self, run: str) -> dict:
         with self._db() as db:
             row = db.execute("SELECT rowid AS number, * FROM runs WHERE id = ?", (run,)).fetchone()
@@ -773,11 +783,9 @@ class SqliteSink:
         if self._keeper is None:
             self._keeper = self.store.hold()
             self._keeper_thread = threading.get_ident()
-        self.store.update(self.run, total=int(meta.get("n_labels", 0)))
         sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads", "workers")
                  if k in meta}  # workers: DS-MLR's, whose records' `label` is the worker
-        if sizes:
-            self.store.append_batch(self.run, "begin", sizes, held=self._connection())
+        self.store.begin_run(self.run, int(meta.get("n_labels", 0)), sizes, held=self._connection())
 
     def _connection(self) -> sqlite3.Connection | None:
         """The held connection, in the thread that made it (SQLite's connections belong to their
