@@ -609,6 +609,9 @@ class RunStore:
         label inspector's index) in the same transaction."""
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
+        if kind == "begin":  # what _rows would decode from it (a begin rolled back leaves a number no batch holds)
+            n = columns.get("n", ())
+            self._begin_rows[run] = (seq, int(n[-1]) if len(n) else None)
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
             derived = per_label_fields(columns, _rows(db, run, self._begin_rows))
             RunStore._add_summary(db, run, kind, Summary.of({**columns, **derived}))
