@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xcviz.runs.aggregate import ID_COLUMNS, with_derived
-from xcviz.runs.sketch import Summary
-from xcviz.runs.sketch import _codes, _reduce
+from xcviz.runs.sketch import Summary, _codes, _reduce
 from xcviz.runs.store import RunStore
 
 N_ROWS = 977
