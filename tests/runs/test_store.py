@@ -69,3 +69,39 @@ def test_a_sink_holds_the_store_open_from_begin_to_end(tmp_path):
     assert frame["loss"].tolist() == [0.0, 1.0, 2.0, 3.0]
     store.append_batch(run, "iteration", {"loss": np.ones(2)})
     assert not wal.exists()
+
+
+def test_a_sink_writes_through_the_connection_it_holds(tmp_path, monkeypatch):
+    """After `begin`, a run's batches go through the sink's held connection: no connection is
+    opened per batch (each cost an open, two pragmas and a close in the training's thread)."""
+    store = RunStore(tmp_path)
+    run = store.create("{}", "held")
+    sink = SqliteSink(store, run)
+    sink.begin({"n_labels": 3, "n": 5})
+    opened = []
+    connect = store._connect
+    monkeypatch.setattr(store, "_connect", lambda: opened.append(1) or connect())
+    for k in range(3):
+        sink.write("iteration", {"label": np.arange(3) + 3 * k, "iteration": np.zeros(3, np.int64)})
+    assert opened == []
+    sink.end({})
+    assert store.summary(run)[0].labels == 9
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced"])
+def test_a_held_connection_refuses_a_store_deleted_or_replaced_under_it(tmp_path, change):
+    """As a new connection would: the held one must not go on writing into a file that is no
+    longer the store."""
+    store = RunStore(tmp_path / "home")
+    run = store.create("{}", "held")
+    sink = SqliteSink(store, run)
+    sink.begin({"n_labels": 3, "n": 5})
+    sink.write("iteration", {"label": np.arange(3), "iteration": np.zeros(3, np.int64)})
+    if change == "deleted":
+        store.path.unlink()
+    else:
+        other = RunStore(tmp_path / "other")
+        os.replace(other.path, store.path)
+    with pytest.raises(StoreError, match="gone" if change == "deleted" else "replaced"):
+        sink.write("iteration", {"label": np.arange(3), "iteration": np.zeros(3, np.int64)})
+    sink.end({})

@@ -16,6 +16,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .derived import per_label_fields, relative_to_final_values
+
 QUANTILES = (0.05, 0.95)
 # iteration 0 is the starting point: it has no step, and its seconds are set-up time
 FROM_FIRST_STEP = frozenset({"step_size", "seconds", "cg_steps"})
@@ -62,9 +64,10 @@ def _check_quantiles(quantiles: tuple[float, float]) -> None:
 
 def relative_to_final(records: pd.DataFrame, field: str = "objective") -> pd.Series:
     """(value - final value) / |final value| per label: how far each iteration is from where the
-    label ended, comparable across labels of very different scale."""
-    final = records.sort_values("iteration").groupby("label")[field].transform("last")
-    return (records[field] - final) / np.abs(final).where(final != 0, 1.0)
+    label ended, comparable across labels of very different scale (derived.relative_to_final_values)."""
+    values = relative_to_final_values(records["label"].to_numpy(), records["iteration"].to_numpy(),
+                                      records[field].to_numpy())
+    return pd.Series(values, index=records.index, name=field)
 
 
 class GroupedQuantiles:
@@ -133,14 +136,9 @@ def with_derived(batch: pd.DataFrame, n_rows: int | None = None, last_step: floa
     record before this batch, NaN if none), left out where a record trained no batch."""
     extra = {}
     per_label = "epoch" not in batch
-    if {"objective", "label", "iteration"} <= set(batch) and per_label:
-        gap = relative_to_final(batch)
-        last = batch.groupby("label")["iteration"].transform("max") == batch["iteration"]
-        extra["objective_gap"] = gap.where(~last)
-    if n_rows and "active_set" in batch and per_label:
-        extra["active_fraction"] = batch["active_set"] / n_rows
-    if n_rows and "rows_touched" in batch and per_label:
-        extra["rows_fraction"] = batch["rows_touched"] / n_rows
+    if per_label:
+        used = ("label", "iteration", "objective", "active_set", "rows_touched")
+        extra.update(per_label_fields({c: batch[c].to_numpy() for c in used if c in batch}, n_rows))
     if "batch" in batch and not per_label:
         steps = batch["batch"].to_numpy(np.float64)
         trained = np.diff(steps, prepend=last_step)

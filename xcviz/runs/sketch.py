@@ -18,11 +18,12 @@ time, one value per label) and the number of records, labels and batches it cove
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from . import npz
 from .aggregate import (
     FROM_FIRST_STEP,
     ID_COLUMNS,
@@ -38,6 +39,7 @@ _LOG_GAMMA = float(np.log(GAMMA))
 _SPAN = 1 << 20  # bucket indices are clipped to +-_SPAN: gamma^_SPAN is far beyond float64's range
 _HIST = ("h_field", "h_group", "h_code", "h_count")
 _STATS = ("s_field", "s_group", "s_count", "s_min", "s_max", "s_sum")
+_NUMERIC = "biufc"  # the dtype kinds pandas counts as numeric (bool included)
 
 
 def _codes(values: np.ndarray) -> np.ndarray:
@@ -68,6 +70,39 @@ def _reduce(keys: tuple[np.ndarray, ...], columns: dict[str, tuple[np.ndarray, n
             {name: ufunc.reduceat(values[order], starts) for name, (values, ufunc) in columns.items()})
 
 
+_CODE_OFFSET = 2 * _SPAN + 1  # bucket codes lie in [-_CODE_OFFSET, _CODE_OFFSET] (see _codes)
+_CODE_BITS = 23  # so a code + _CODE_OFFSET lies in [0, 4 _SPAN + 2] < 2^23
+
+
+def _field_arrays(values: np.ndarray, group: np.ndarray) -> dict[str, np.ndarray]:
+    """The histogram and statistics arrays of fields x records `values` by `group` (iteration),
+    as `_reduce` gives them per field: one stable sort of the groups serves every field (the
+    values of a (field, group) keep their record order, so sums add in the same order), and the
+    buckets are counted by one sort of (field-group, code) packed into one integer."""
+    fields, n = values.shape
+    within = np.argsort(group, kind="stable")
+    order = (np.arange(fields, dtype=np.int64)[:, None] * n + within[None, :]).ravel()
+    flat = values.ravel()
+    order = order[np.isfinite(flat[order])]
+    field, group, v = order // n, group[order % n], flat[order]
+    if not len(v):
+        empty = np.zeros(0, np.int64)
+        return {"h_field": empty, "h_group": empty, "h_code": empty, "h_count": empty, "s_field": empty,
+                "s_group": empty, "s_count": empty, "s_min": v, "s_max": v, "s_sum": v}
+    new = np.empty(len(v), bool)
+    new[0] = True
+    new[1:] = (field[1:] != field[:-1]) | (group[1:] != group[:-1])
+    starts = np.flatnonzero(new)
+    segment = np.cumsum(new) - 1
+    keys, counts = np.unique((segment << _CODE_BITS) | (_codes(v) + _CODE_OFFSET), return_counts=True)
+    h_segment = starts[keys >> _CODE_BITS]
+    return {"h_field": field[h_segment], "h_group": group[h_segment],
+            "h_code": (keys & ((1 << _CODE_BITS) - 1)) - _CODE_OFFSET, "h_count": counts,
+            "s_field": field[starts], "s_group": group[starts], "s_count": np.diff(np.append(starts, len(v))),
+            "s_min": np.minimum.reduceat(v, starts), "s_max": np.maximum.reduceat(v, starts),
+            "s_sum": np.add.reduceat(v, starts)}
+
+
 class Summary:
     """A mergeable per-iteration summary of iteration records (see the module's docstring)."""
 
@@ -76,31 +111,29 @@ class Summary:
         self.arrays = arrays
 
     @classmethod
-    def of(cls, batch: pd.DataFrame) -> Summary:
-        """The summary of one batch of iteration records (whole labels, derived fields included)."""
-        fields = [c for c in batch.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(batch[c])]
-        group = batch["iteration"].to_numpy(np.int64)
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in (*_HIST, *_STATS)}
-        for f, field in enumerate(fields):
-            values = batch[field].to_numpy(np.float64)
-            keep = np.isfinite(values)
-            g, v = group[keep], values[keep]
-            (hg, hc), counts = _reduce((g, _codes(v)), {"n": (np.ones(len(v), np.int64), np.add)})
-            parts["h_field"].append(np.full(len(hg), f, np.int64))
-            parts["h_group"].append(hg)
-            parts["h_code"].append(hc)
-            parts["h_count"].append(counts["n"])
-            (sg,), stats = _reduce((g,), {"n": (np.ones(len(v), np.int64), np.add), "lo": (v, np.minimum),
-                                          "hi": (v, np.maximum), "sum": (v, np.add)})
-            parts["s_field"].append(np.full(len(sg), f, np.int64))
-            parts["s_group"].append(sg)
-            for name, key in (("s_count", "n"), ("s_min", "lo"), ("s_max", "hi"), ("s_sum", "sum")):
-                parts[name].append(stats[key])
-        arrays = {name: np.concatenate(p) if p else np.zeros(0) for name, p in parts.items()}
-        done = (batch.groupby("label")["wall"].max().to_numpy(np.float64) if {"label", "wall"} <= set(batch)
-                else np.zeros(0))
-        labels = batch["label"].nunique() if "label" in batch else 1
-        arrays.update(done_at=done, totals=np.array([len(batch), labels, 1], np.int64))
+    def of(cls, batch: Mapping[str, np.ndarray] | pd.DataFrame) -> Summary:
+        """The summary of one batch of iteration records (whole labels, derived fields included),
+        given as a frame or as equal-length columns: every numeric column but ID_COLUMNS is a
+        field. All fields are reduced at once (one sort by field, iteration and bucket), each
+        (field, iteration)'s values in record order as a per-field reduction would take them."""
+        columns = {name: np.asarray(batch[name]) for name in batch}
+        fields = [c for c in columns if c not in ID_COLUMNS and columns[c].dtype.kind in _NUMERIC]
+        n = len(columns["iteration"])
+        if fields:
+            arrays = _field_arrays(np.stack([columns[f].astype(np.float64) for f in fields]),
+                                   columns["iteration"].astype(np.int64))
+        else:
+            arrays = {name: np.zeros(0) for name in (*_HIST, *_STATS)}
+        label = columns.get("label")
+        done, count = np.zeros(0), 1 if label is None else 0
+        if label is not None and len(label):  # each label's last wall time, by label
+            order = np.argsort(label, kind="stable")
+            sorted_label = label[order]
+            starts = np.flatnonzero(np.append(True, sorted_label[1:] != sorted_label[:-1]))
+            count = len(starts)
+            if "wall" in columns:
+                done = np.fmax.reduceat(columns["wall"].astype(np.float64)[order], starts)
+        arrays.update(done_at=done, totals=np.array([n, count, 1], np.int64))
         return cls(fields, arrays)
 
     @classmethod
@@ -125,9 +158,7 @@ class Summary:
                             "s_sum": stats["sum"], "done_at": a["done_at"], "totals": totals})
 
     def pack(self) -> bytes:
-        buf = io.BytesIO()
-        np.savez(buf, fields=np.array(self.fields, dtype=str), **self.arrays)
-        return buf.getvalue()
+        return npz.pack({"fields": np.array(self.fields, dtype=str), **self.arrays})
 
     @classmethod
     def unpack(cls, blob: bytes) -> Summary:

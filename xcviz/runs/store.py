@@ -30,6 +30,7 @@ import shutil
 import socket
 import sqlite3
 import stat
+import threading
 import time
 import uuid
 import zipfile
@@ -43,7 +44,8 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
-from .aggregate import with_derived
+from . import npz
+from .derived import per_label_fields
 from .failure_note import read_note
 from .sketch import Summary
 
@@ -85,9 +87,7 @@ class StoreError(ValueError):
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+    return npz.pack(arrays)
 
 
 def _unpack(blob: bytes) -> dict[str, np.ndarray]:
@@ -114,12 +114,19 @@ def label_rows(batches: Iterable[pd.DataFrame], label: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _rows(db: sqlite3.Connection, run: str) -> int | None:
-    """The run's number of training rows from its `begin` batch (None before it)."""
-    row = db.execute("SELECT payload FROM batches WHERE run = ? AND kind = 'begin' ORDER BY seq DESC LIMIT 1",
+def _rows(db: sqlite3.Connection, run: str, known: dict[str, tuple[int, int | None]]) -> int | None:
+    """The run's number of training rows from its latest `begin` batch (None before it). `known`
+    keeps {run: (that batch's number, its rows)}: the batch is decoded once, not for every batch
+    of iteration records (np.load's fixed cost), and again only when a later `begin` replaces it."""
+    row = db.execute("SELECT seq FROM batches WHERE run = ? AND kind = 'begin' ORDER BY seq DESC LIMIT 1",
                      (run,)).fetchone()
-    meta = _unpack(row[0]) if row is not None else {}
-    return int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None
+    if row is None:
+        return None
+    if known.get(run, (None,))[0] != row[0]:
+        payload = db.execute("SELECT payload FROM batches WHERE run = ? AND seq = ?", (run, row[0])).fetchone()[0]
+        meta = _unpack(payload)
+        known[run] = (row[0], int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None)
+    return known[run][1]
 
 
 def default_home() -> Path:
@@ -275,6 +282,7 @@ class RunStore:
             raise StoreError(f"{self.path}: empty file (0 bytes): not a run store, or one truncated; move it "
                              f"away to start a new store here")
         self._identity = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino)
+        self._begin_rows: dict[str, tuple[int, int | None]] = {}  # _rows' decoded `begin` batches
         for suffix in ("-wal", "-shm", "-journal"):  # SQLite reads their pages as the database's
             _check_private(Path(f"{self.path}{suffix}"), f"{suffix[1:]} file", stat.S_ISREG, missing_ok=True)
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.home, os.W_OK))
@@ -331,17 +339,21 @@ class RunStore:
         if row is not None and int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {row[0]} is newer than this xcviz ({SCHEMA_VERSION})")
 
+    def _check_same(self) -> None:
+        """Refuse a store whose folder or database was replaced since it was checked (one gone
+        passes: connecting to it fails, and says so)."""
+        try:
+            folder, database = os.stat(self.home), os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino) != self._identity:
+            raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
+                             f"to have it checked)")
+
     def _connect(self) -> sqlite3.Connection:
         """A connection that never creates the file: a store deleted under a run is an error, not
         a new empty store; nor one whose folder or database was replaced since it was checked."""
-        try:
-            folder, database = os.stat(self.home), os.stat(self.path)
-            same = (folder.st_dev, folder.st_ino, database.st_dev, database.st_ino) == self._identity
-        except FileNotFoundError:
-            same = True  # gone: the connection below says so
-        if not same:
-            raise StoreError(f"{self.path}: the run store was replaced since it was opened; refused (open it again "
-                             f"to have it checked)")
+        self._check_same()
         mode = "ro" if self.read_only else "rw"
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True, timeout=60,
                              isolation_level=None)
@@ -376,12 +388,25 @@ class RunStore:
             db.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _on(self, db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        """A connection held by the caller (`hold`), with _db's errors and _connect's checks (a held
+        connection would go on writing into a store deleted or replaced under it); left open."""
+        self._check_same()
+        if not self.path.exists():
+            raise StoreError(f"{self.path}: the run store is gone")
+        try:
+            yield db
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    @contextmanager
+    def _transaction(self, held: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken at once (BEGIN IMMEDIATE): what it reads no other writer
-        changes before it commits; any error rolls all of it back."""
+        changes before it commits; any error rolls all of it back. On `held` (a connection from
+        `hold`, idle) instead of a new short one, which saves opening and closing one per write."""
         if self.read_only:
             raise StoreError(f"{self.path}: the run store is read-only here (it can be listed, not changed)")
-        with self._db() as db:
+        with self._on(held) if held is not None else self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -460,6 +485,16 @@ class RunStore:
         with self._transaction() as db:
             if db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run)).rowcount != 1:
                 raise self._no_run(repr(run))
+
+    def begin_run(self, run: str, total: int, sizes: dict[str, np.ndarray],
+                  held: sqlite3.Connection | None = None) -> None:
+        """A run's start as its sink records it: its label count and (unless `sizes` is empty) its
+        `begin` batch of problem sizes, in one transaction (on `held` as append_batch)."""
+        with self._transaction(held) as db:
+            if db.execute("UPDATE runs SET total = ? WHERE id = ?", (total, run)).rowcount != 1:
+                raise self._no_run(repr(run))
+            if sizes:
+                self._insert_batch(db, run, "begin", sizes)
 
     def get(self, run: str) -> dict:
         with self._db() as db:
@@ -568,15 +603,18 @@ class RunStore:
             raise self._no_run(repr(run))
         return bool(row[0])
 
-    @staticmethod
-    def _insert_batch(db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
+    def _insert_batch(self, db: sqlite3.Connection, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
         """Append a batch; a one-vs-all iteration batch (whole labels, no `epoch`) also adds its
         summary (sketch.Summary, derived fields included) and its labels to `batch_labels` (the
         label inspector's index) in the same transaction."""
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
+        if kind == "begin":  # what _rows would decode from it (a begin rolled back leaves a number no batch holds)
+            n = columns.get("n", ())
+            self._begin_rows[run] = (seq, int(n[-1]) if len(n) else None)
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
-            RunStore._add_summary(db, run, kind, Summary.of(with_derived(pd.DataFrame(columns), _rows(db, run))))
+            derived = per_label_fields(columns, _rows(db, run, self._begin_rows))
+            RunStore._add_summary(db, run, kind, Summary.of({**columns, **derived}))
             db.executemany("INSERT INTO batch_labels (run, kind, label, seq) VALUES (?, ?, ?, ?)",
                            ((run, kind, int(label), seq) for label in np.unique(columns["label"])))
 
@@ -590,10 +628,11 @@ class RunStore:
             db.execute("INSERT INTO summaries (run, kind, level, seq, payload) VALUES (?, ?, ?, (SELECT "
                        "COALESCE(MAX(seq), 0) + 1 FROM summaries WHERE run = ? AND kind = ? AND level = ?), ?)",
                        (run, kind, level, run, kind, level, payload))
+            if db.execute("SELECT COUNT(*) FROM summaries WHERE run = ? AND kind = ? AND level = ?",
+                          (run, kind, level)).fetchone()[0] < SUMMARY_FANOUT:
+                return  # counted, not read: the payloads are read only when they are merged
             rows = db.execute("SELECT payload FROM summaries WHERE run = ? AND kind = ? AND level = ?",
                               (run, kind, level)).fetchall()
-            if len(rows) < SUMMARY_FANOUT:
-                return
             db.execute("DELETE FROM summaries WHERE run = ? AND kind = ? AND level = ?", (run, kind, level))
             level, payload = level + 1, Summary.merge([Summary.unpack(r[0]) for r in rows]).pack()
 
@@ -611,8 +650,10 @@ class RunStore:
         summary = Summary.merge([Summary.unpack(r[0]) for r in rows])
         return (summary, last) if summary.batches == count else (None, 0)
 
-    def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray]) -> None:
-        with self._transaction() as db:
+    def append_batch(self, run: str, kind: str, columns: dict[str, np.ndarray],
+                     held: sqlite3.Connection | None = None) -> None:
+        """Append one batch of records (on `held`, a connection from `hold`, if given)."""
+        with self._transaction(held) as db:
             self._insert_batch(db, run, kind, columns)
 
     def records(self, run: str, kind: str, after: int = 0) -> tuple[pd.DataFrame, int]:
@@ -681,12 +722,13 @@ class RunStore:
                        (run, last + 1, _pack({"dropped_through": np.array([last])})))
 
     def add_block(self, run: str, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray,
-                  batches: list[tuple[str, dict[str, np.ndarray]]] = (), token: str | None = None) -> None:
+                  batches: list[tuple[str, dict[str, np.ndarray]]] = (), token: str | None = None,
+                  held: sqlite3.Connection | None = None) -> None:
         """A finished block: its record batches and its weights, in one transaction (a crash keeps all of it or none). With `token`, written only while that claim
-        still owns the run; StoreError otherwise (another process resumed it)."""
+        still owns the run; StoreError otherwise (another process resumed it). On `held` as append_batch."""
         payload = _pack({"labels": labels, "indptr": weights.indptr, "indices": weights.indices,
                          "data": weights.data, "bias": bias_weights, "shape": np.array(weights.shape)})
-        with self._transaction() as db:
+        with self._transaction(held) as db:
             if token is not None:
                 row = db.execute("SELECT claim FROM runs WHERE id = ?", (run,)).fetchone()
                 if row is None or row[0] != token:
@@ -734,34 +776,41 @@ class SqliteSink:
         self.store, self.run, self.token = store, run, token
         self._held: list[tuple[str, dict[str, np.ndarray]]] = []
         self._keeper: sqlite3.Connection | None = None
+        self._keeper_thread: int | None = None
 
     def begin(self, meta: dict) -> None:
         """Sets the run's label count, and keeps the problem's sizes as a `begin` record (readers
         need the number of training rows to show the active set as a fraction). Holds a store
-        connection open until `end` (RunStore.hold: the run's many short writes stay cheap)."""
+        connection open until `end` (RunStore.hold: the run's many short writes stay cheap), and
+        writes the run's batches through it."""
         if self._keeper is None:
             self._keeper = self.store.hold()
-        self.store.update(self.run, total=int(meta.get("n_labels", 0)))
+            self._keeper_thread = threading.get_ident()
         sizes = {k: np.array([int(meta[k])]) for k in ("n", "n_features", "n_labels", "threads", "workers")
                  if k in meta}  # workers: DS-MLR's, whose records' `label` is the worker
-        if sizes:
-            self.store.append_batch(self.run, "begin", sizes)
+        self.store.begin_run(self.run, int(meta.get("n_labels", 0)), sizes, held=self._connection())
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """The held connection, in the thread that made it (SQLite's connections belong to their
+        thread); None elsewhere or before `begin`: the store opens a short one."""
+        return self._keeper if self._keeper_thread == threading.get_ident() else None
 
     def write(self, kind: str, columns: dict[str, np.ndarray]) -> None:
         columns = {k: np.asarray(v) for k, v in columns.items()}
         if self.token is None:
-            self.store.append_batch(self.run, kind, columns)
+            self.store.append_batch(self.run, kind, columns, held=self._connection())
         else:
             self._held.append((kind, columns))
 
     def block(self, labels: np.ndarray, weights: sp.csr_matrix, bias_weights: np.ndarray) -> None:
         """A finished block's weights: stored with the records held since the last block."""
         held, self._held = self._held, []
-        self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token)
+        self.store.add_block(self.run, labels, weights, bias_weights, held, token=self.token,
+                             held=self._connection())
 
     def end(self, summary: dict) -> None:
         """Lets go of the connection `begin` held (a run that fails before its end lets go of it
         when the sink is collected)."""
         if self._keeper is not None:
             self._keeper.close()
-            self._keeper = None
+            self._keeper, self._keeper_thread = None, None
