@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import npz
 from .aggregate import (
     FROM_FIRST_STEP,
     ID_COLUMNS,
@@ -158,7 +157,9 @@ class Summary:
                             "s_sum": stats["sum"], "done_at": a["done_at"], "totals": totals})
 
     def pack(self) -> bytes:
-        return npz.pack({"fields": np.array(self.fields, dtype=str), **self.arrays})
+        buf = io.BytesIO()
+        np.savez(buf, fields=np.array(self.fields, dtype=str), **self.arrays)
+        return buf.getvalue()
 
     @classmethod
     def unpack(cls, blob: bytes) -> Summary:

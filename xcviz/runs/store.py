@@ -44,7 +44,6 @@ import scipy.sparse as sp
 
 from .._util.processes import pid_exists
 from .._util.text import printable
-from . import npz
 from .derived import per_label_fields
 from .failure_note import read_note
 from .sketch import Summary
@@ -87,7 +86,9 @@ class StoreError(ValueError):
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
-    return npz.pack(arrays)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
 
 
 def _unpack(blob: bytes) -> dict[str, np.ndarray]:
