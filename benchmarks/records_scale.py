@@ -188,7 +188,14 @@ def browser_times(home: Path, repeats: int = REPEATS) -> dict:
             def both() -> None:
                 legend.filter(has_text="finished-10M").filter(has_text="live").first.wait_for(timeout=30_000)
 
-            first = timed(page, lambda: page.locator(".tabulator-header input[type=checkbox]").first.check(), both)
+            header = page.locator(".tabulator-header input[type=checkbox]").first
+            lost = 0  # first ticks the page never showed (the box checked, the runs not drawn in 30 s)
+            while True:
+                first = _sample(page, header.check, both)
+                if np.isfinite(first) or lost == 2:
+                    break
+                lost += 1
+                header.uncheck()
             boxes = page.get_by_role("combobox")
             x_axis = boxes.filter(has_text="wall time")
             smoothing = boxes.filter(has_text="rolling median")
@@ -223,7 +230,7 @@ def browser_times(home: Path, repeats: int = REPEATS) -> dict:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return {"first_draw_ms": first, "times": times}
+    return {"first_draw_ms": first, "first_lost": lost, "times": times}
 
 
 def open_time(home: Path, repeats: int = 3) -> list[float]:
@@ -331,7 +338,9 @@ def section(result: dict | None = None) -> list[str]:
                      if kept else f"| {name} | - | - | {len(samples)} |")
     lines += ["", (f"Recording overhead: MSI on bibtex, 2 threads, median of 5 interleaved: "
                    f"{r['recording']['off']:.2f} s without a recorder, {r['recording']['store']:.2f} s into the store. "
-                   f"Page open over 200 finished runs: {', '.join(f'{x:.0f}' for x in r['open_200_ms'])} ms."), ""]
+                   f"Page open over 200 finished runs: {', '.join(f'{x:.0f}' for x in r['open_200_ms'])} ms. "
+                   f"First ticks lost before the first drawing (the box checked, both runs not drawn within 30 s, "
+                   f"unticked and ticked again): {browser.get('first_lost', 0)}."), ""]
     checks = [("first drawing, finished 10M + live run (ms)", browser["first_draw_ms"], TARGETS["first"], " max", ""),
               *[(f"{name}, median in the browser (ms)", median, TARGETS["change"], " max",
                 "" if median is not None else "every sample lost")
