@@ -63,8 +63,8 @@ class Dashboard:
         self.sweep.button.on_click(locked(self._sweep))
         self.sweep_view = SweepPanel()
         self.live.seeds.switch.param.watch(locked(lambda _e: self.show()), "value")
-        self._inspector: LabelInspector | None = None  # made when its tab first opens (`inspector`)
-        self._workers: WorkersView | None = None
+        self.inspector = LabelInspector()
+        self.workers = WorkersView(self.store)
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"}, margin=(8, 10))
         self.example_button = pn.widgets.Button(label="Compare zero and MSI initialisation on Bibtex",
                                                 color="primary")
@@ -83,10 +83,8 @@ class Dashboard:
         # date first, then puts them on the page: they arrive drawn, in the one message that adds
         # them (with Panel's dynamic tabs they arrived as last drawn and were updated a tick later,
         # in messages that could overtake the one adding them: "reference pNNNN isn't known")
-        self._tab_builders = [self.plots.panel, self.positives.panel, lambda: self.inspector.panel(),
-                              lambda: self.workers.panel()]
-        self._tab_views: list[pn.viewable.Viewable | None] = [None] * len(self._tab_builders)
-        self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in self._tab_builders]
+        self._tab_views = [self.plots.panel(), self.positives.panel(), self.inspector.panel(), self.workers.panel()]
+        self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in self._tab_views]
         self.tabs = pn.Tabs(*zip(("Live plots", "Per label", "Label inspector", "Workers"), self._tab_slots),
                             sizing_mode="stretch_width")
         self.tabs.param.watch(locked(lambda _e: self._open_tab()), "active")
@@ -96,31 +94,10 @@ class Dashboard:
         """Bring the open tab's components up to date while they are off the page, then put them
         in its slot (and take the closed tabs' out of theirs)."""
         self.show()
-        for index, slot in enumerate(self._tab_slots):
-            objects = [self._tab_view(index)] if index == self.tabs.active else []
+        for index, (slot, view) in enumerate(zip(self._tab_slots, self._tab_views)):
+            objects = [view] if index == self.tabs.active else []
             if slot.objects != objects:
                 slot.objects = objects
-
-    def _tab_view(self, index: int) -> pn.viewable.Viewable:
-        """A tab's components, built the first time the tab opens."""
-        if self._tab_views[index] is None:
-            self._tab_views[index] = self._tab_builders[index]()
-        return self._tab_views[index]
-
-    @property
-    def inspector(self) -> LabelInspector:
-        """The label inspector, made when first needed (its tab's first opening): its four figures
-        and its table took 0.2 s of every page's opening, for a tab most pages never open."""
-        if self._inspector is None:
-            self._inspector = LabelInspector()
-        return self._inspector
-
-    @property
-    def workers(self) -> WorkersView:
-        """The workers view, made when first needed, as the inspector is."""
-        if self._workers is None:
-            self._workers = WorkersView(self.store)
-        return self._workers
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; what could not be launched shows below
@@ -211,8 +188,7 @@ class Dashboard:
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
-        if self._workers is not None:
-            self._workers.forget(run)
+        self.workers.forget(run)
         self.watched = [r for r in self.watched if r != run]
 
     def shown(self) -> list[str]:
