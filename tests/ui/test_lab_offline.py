@@ -28,7 +28,10 @@ CELLS = [
     "from xcviz.runs.store import RunStore\nfrom xcviz.app.ui.run_view import RunView, notebook_extension\n"
     "notebook_extension()",
     "store = RunStore(Path({home!r}))\n"
-    "run = launch(RunSpec(dataset='delicious', params={{'init': 'zero'}}, threads=1, name='offline'), store)",
+    # logistic at eps 1e-4: about 15 s on one thread, so that the view draws before the run ends (at the
+    # defaults, 6 s, a CI run finished before the per-label scatter first drew and never grew)
+    "run = launch(RunSpec(dataset='delicious', params={{'init': 'zero', 'loss': 'logistic', 'eps': 1e-4}}, "
+    "threads=1, name='offline'), store)",
     "view = RunView(store)\nview.follow([run])\nview.panel()",
 ]
 # rows of the page's sources that hold a column: 'n_pos', the per-label scatter (a point per label
