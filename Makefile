@@ -29,20 +29,19 @@ demo: $(STAMP)
 	$(VENV)/bin/xcviz train bibtex --init msi --threads 2
 
 # two workers (pytest-xdist): the suite's tests spend most of their time waiting on the servers,
-# browsers and processes they start, and one core sat idle. `--dist loadgroup --no-loadscope-reorder`
-# (tests/conftest.py's scheduler) hands the workers the tests one at a time, the longest first, and
-# each module of tests sharing a costly fixture as one unit (built once, not once per worker). The log
-# ends with the 30 slowest tests: the suite's 15-minute budget on 2 cores is cut from that list
+# browsers and processes they start, and one core sat idle. `--dist load` hands each worker the tests
+# in the suite's order (work stealing would run a later file before an earlier one). The log ends
+# with the 30 slowest tests: the suite's 15-minute budget on 2 cores is cut from that list
 test: $(STAMP) browser
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=30
+	$(PY) -m pytest -q -n 2 --dist load --durations=30
 
 # the quick tier while working: the tests not marked slow, browser or cluster (pyproject's markers),
 # no chromium needed. Measured on this 2-core machine with a warm kernel cache: 661 tests, 1 min 50 s
 # for the whole target (pytest 105 s). `make test` (CI) runs every tier.
 test-fast: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser and not cluster"
+	$(PY) -m pytest -q -n 2 --dist load -m "not slow and not browser and not cluster"
 
 # Kernels talk over Unix sockets in the user's private runtime folder, not local TCP ports;
 # root (a container) needs JupyterLab's explicit --allow-root.
