@@ -40,8 +40,7 @@ def cpu_ms(act) -> float:
 def measure(store: RunStore, refreshes: int = 20, repeats: int = REPEATS) -> dict[str, float]:
     """Median CPU milliseconds of `refreshes` refreshes and of each control change (`repeats` times
     each way), with every run ticked and a live run appending."""
-    records_scale.LIVE_PERIOD = 0.5
-    live = records_scale.LiveRun(store)
+    live = records_scale.LiveRun(store, period=0.5)
     live.start()
     try:
         page = Dashboard(store)

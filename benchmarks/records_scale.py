@@ -71,12 +71,12 @@ def fill_big(store, records: int = RECORDS, seed: int = 0) -> tuple[str, int, fl
 
 
 class LiveRun:
-    """A run owned by this process that appends a batch every LIVE_PERIOD seconds until stopped."""
+    """A run owned by this process that appends a batch every `period` seconds until stopped."""
 
-    def __init__(self, store) -> None:
+    def __init__(self, store, period: float = LIVE_PERIOD) -> None:
         from xcviz.runs.store import SqliteSink
 
-        self.store = store
+        self.store, self.period = store, period
         self.run = store.create("{}", "live")
         store.update(self.run, status="running", pid=os.getpid(), total=10**6, started=time.time())
         self.sink = SqliteSink(store, self.run)
@@ -86,7 +86,7 @@ class LiveRun:
 
     def _append(self) -> None:
         rng, label0, wall = np.random.default_rng(1), 0, 0.0
-        while not self._stop.wait(LIVE_PERIOD):
+        while not self._stop.wait(self.period):
             iterations, labels, wall = _block(rng, label0, 256, wall)
             self.sink.write("iteration", iterations)
             self.sink.write("label", labels)
