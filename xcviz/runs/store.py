@@ -115,6 +115,12 @@ def label_rows(batches: Iterable[pd.DataFrame], label: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def _begin_rows(sizes: dict[str, np.ndarray]) -> int | None:
+    """The training rows a `begin` batch names (None if it names none)."""
+    n = sizes.get("n", ())
+    return int(n[-1]) if len(n) else None
+
+
 def _rows(db: sqlite3.Connection, run: str, known: dict[str, tuple[int, int | None]]) -> int | None:
     """The run's number of training rows from its latest `begin` batch (None before it). `known`
     keeps {run: (that batch's number, its rows)}: the batch is decoded once, not for every batch
@@ -125,8 +131,7 @@ def _rows(db: sqlite3.Connection, run: str, known: dict[str, tuple[int, int | No
         return None
     if known.get(run, (None,))[0] != row[0]:
         payload = db.execute("SELECT payload FROM batches WHERE run = ? AND seq = ?", (run, row[0])).fetchone()[0]
-        meta = _unpack(payload)
-        known[run] = (row[0], int(meta["n"][-1]) if "n" in meta and len(meta["n"]) else None)
+        known[run] = (row[0], _begin_rows(_unpack(payload)))
     return known[run][1]
 
 
@@ -611,8 +616,7 @@ class RunStore:
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches WHERE run = ?", (run,)).fetchone()[0]
         db.execute("INSERT INTO batches (run, seq, kind, payload) VALUES (?, ?, ?, ?)", (run, seq, kind, _pack(columns)))
         if kind == "begin":  # what _rows would decode from it (a begin rolled back leaves a number no batch holds)
-            n = columns.get("n", ())
-            self._begin_rows[run] = (seq, int(n[-1]) if len(n) else None)
+            self._begin_rows[run] = (seq, _begin_rows(columns))
         if kind == "iteration" and {"label", "iteration"} <= set(columns) and "epoch" not in columns:
             derived = per_label_fields(columns, _rows(db, run, self._begin_rows))
             RunStore._add_summary(db, run, kind, Summary.of({**columns, **derived}))
