@@ -313,13 +313,16 @@ def _follow(figs: list[dict]) -> bool:
 
 
 def _until(page, condition, seconds: float = 30) -> list[dict]:
-    """The page's figures once `condition(figures)` holds (the last ones seen if it never does)."""
+    """The page's figures once `condition(figures)` holds; fails with what the page last drew if it
+    never does within `seconds` (returning that instead let a wait that could never hold pass
+    silently after its whole timeout: two such waits hid for sessions)."""
     for _ in range(int(seconds * 4)):
         figs = figures(page)
         if condition(figs):
             return figs
         page.wait_for_timeout(250)
-    return figs
+    shown = [(f["title"], sorted(map(str, f["labels"]))) for f in figs]
+    raise AssertionError(f"the page never drew what was waited for in {seconds:g} s; it last drew {shown}")
 
 
 def _shows(page, names: set[str], seconds: float = 30) -> list[dict]:
