@@ -130,6 +130,6 @@ def test_a_dsmlr_runs_bands_are_over_its_workers(tmp_path):
     store.update(run, status="done")
     view = RunView(store)
     view.update({r["id"]: r for r in store.list()}, [run])
-    titles = {field: view.plots._whats[field].text for field, fig in view.plots._figures.items() if fig.visible}
+    titles = {field: view.plots._whats[field].text for field in view.plots._figures if view.plots.shown(field)}
     assert titles["compute_seconds"] == "median, 5-95% band over workers"
     assert not any("over labels" in title for title in titles.values()), titles

@@ -133,7 +133,7 @@ def test_a_page_opened_while_a_run_trains_shows_it_unticked_and_an_empty_store_t
 # the median lines of the figure whose title starts with the argument: run names and y values
 LINES_JS = """(title) => {
   for (const doc of Bokeh.documents) for (const m of doc.all_models) {
-    if (!(m.title && m.renderers && m.visible && m.title.text.startsWith(title))) continue;
+    if (!(m.title && m.renderers && m.title.text.startsWith(title) && m.visible && Bokeh.index.find_one(m)?.el.getClientRects().length)) continue;
     for (const r of m.renderers) {
       const d = r.data_source && r.data_source.data;
       if (d && d.run && d.xs) return {run: Array.from(d.run), ys: Array.from(d.ys, (y) => Array.from(y))};

@@ -70,7 +70,7 @@ def test_a_run_compiling_its_kernels_says_so_in_its_progress(tmp_path):
 # the objective figure's climb marks as the page holds them: one list of y values per marked stretch
 CLIMBS_JS = """() => {
   for (const doc of Bokeh.documents) for (const m of doc.all_models) {
-    if (!(m.title && m.renderers && m.visible && m.title.text.startsWith('objective'))) continue;
+    if (!(m.title && m.renderers && m.title.text.startsWith('objective') && m.visible && Bokeh.index.find_one(m)?.el.getClientRects().length)) continue;
     for (const r of m.renderers) {
       const d = r.data_source && r.data_source.data;
       if (d && d.climb && d.ys) return Array.from(d.ys, (y) => Array.from(y));

@@ -36,7 +36,7 @@ def test_the_rows_figure_is_rows_touched_over_n_with_newtons_line_at_one(tmp_pat
 
     view = RunView(store)
     view.update(rows, [newton])
-    assert "rows_fraction" not in view.plots._figures or not view.plots._figures["rows_fraction"].visible
+    assert "rows_fraction" not in view.plots._figures or not view.plots.shown("rows_fraction")
 
     view.update(rows, [ppd, newton])
     share = records.iterations.assign(share=records.iterations["rows_touched"] / X.shape[0])
@@ -50,5 +50,5 @@ def test_the_rows_figure_is_rows_touched_over_n_with_newtons_line_at_one(tmp_pat
     assert view.plots.curve("rows_fraction", newton) is None  # Newton records no rows touched: its line is the 1
     lines = view.plots._sources["rows_fraction"][4].data  # the reference lines
     assert list(lines["label"]) == [NEWTON_ROWS.label] and list(lines["value"]) == [1.0]
-    assert view.plots._figures["rows_fraction"].visible
+    assert view.plots.shown("rows_fraction")
     assert "rows_touched" not in view.plots._figures  # the share replaces the count

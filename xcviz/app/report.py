@@ -64,7 +64,7 @@ def _figures(store: RunStore, rows: list[dict]) -> tuple[list, str]:
     view = RunView(store)
     view.update({r["id"]: r for r in rows}, [r["id"] for r in rows])
     labels = len(view.positives.source.data["label"]) > 0
-    live = [f for f in view.plots.figures() if f.visible]
+    live = view.plots.figures()
     for fig in live:
         show_legends(fig)
     return live + (view.positives.figures() if labels else []), view.plots.rules.object

@@ -51,6 +51,11 @@ GRID_CSS = ('[id^="flexbox"] { display: grid !important; width: 100%; gap: 4px; 
             'grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); }')
 
 
+# a hidden figure's style and a shown one's (`LivePlots._show`): BokehJS sets the styles a
+# figure's `styles` holds and removes those held as None (an empty dict left "none" in place)
+HIDDEN, SHOWN = {"display": "none"}, {"display": None}
+
+
 def _segments(finite: np.ndarray) -> list[slice]:
     """The runs of consecutive True values (a band is drawn as one polygon per run of points whose
     edges are both drawable, as an area glyph leaves gaps at NaN)."""
@@ -175,8 +180,6 @@ class LivePlots:
         self._bands: dict[str, object] = {}  # field -> its bands' renderer (hidden with "medians only")
         # every figure's x range: one, so that panning or zooming one figure moves them all (issue 40)
         self.x_range = new_range()
-        self._hidden_range = new_range()  # a hidden figure's x range instead (see `_show`)
-        self._swaps: list[tuple] = []  # (figure, its x range) for `_swap_ranges`
         self._x_view: tuple | None = None  # the runs and settings the shared x range was fitted for
         self.references: dict[str, list[Reference]] = {}
         self._plotted: dict[str, set[str]] = {}  # run id -> the fields it is drawn in (set by redraw)
@@ -235,7 +238,6 @@ class LivePlots:
             self._fit_x(drawn)
             self._titles_and_rules(drawn, thinned, text)
             self._grid_legend(drawn)
-            self._swap_ranges()
             if new:  # added once drawn: the page receives each new figure whole, with its data (data sent
                 # apart could overtake the figure's own message and be refused by the page); the grid
                 # keeps the table's order whatever order the fields first appeared in
@@ -259,10 +261,7 @@ class LivePlots:
         if plan.data is not None and draws_nothing(*self._fitted([c for _, _, c in plan.curves], plan.refs,
                                                                 plan.log_y)):
             # nothing to draw: the figure is hidden and its sources, ranges and `_sent` keep what
-            # they hold, so a return to that view shows them again without sending them. BokehJS
-            # repaints a hidden figure whose data changed, finds its side panels' 0 x 0 boxes differ
-            # from their content and lays the whole page out again: 40-60 ms a time, for every hidden
-            # figure at every refresh of a live run (a one-vs-all run hides five on the wall-time axis)
+            # they hold, so a return to that view shows them again without sending them
             with pn.io.hold() if alone else nullcontext():
                 self._show(field, False)
             return
@@ -299,26 +298,17 @@ class LivePlots:
         self._show(field, visible)
 
     def _show(self, field: str, visible: bool) -> None:
-        """Show or hide a field's figure (hidden: none of the shown runs records it on this axis)."""
-        if self._figures[field].visible != visible:
-            # the figure's own flag first: Panel's pane copies it back over its `visible` when that
-            # returns to its default (True), so a figure hidden once stayed hidden when shown again
-            self._figures[field].object.visible = visible
-            self._figures[field].visible = visible
-            # hidden, off the shared x range: a change of that range repainted every hidden figure,
-            # and each repaint of a hidden figure lays the whole page out again (`_apply`)
-            self._swaps.append((self._figures[field].object, self.x_range if visible else self._hidden_range))
-
-    def _swap_ranges(self) -> None:
-        """Give the figures shown or hidden by this redraw their x range (`_show`), all under one
-        freeze of the document: Bokeh walks its every model (about 1,000 on a page, 50-100 ms)
-        after each change of a property that holds a model, so the six swaps of an x-axis switch
-        were 0.45 of its 0.6 s on the server (profiled over a run of 10M records)."""
-        swaps, self._swaps = self._swaps, []
-        doc = next((fig.document for fig, _ in swaps if fig.document is not None), None)
-        with doc.models.freeze() if doc is not None else nullcontext():
-            for fig, x_range in swaps:
-                fig.x_range = x_range
+        """Show or hide a field's figure (hidden: none of the shown runs records it on this axis).
+        Hidden by its style (`display: none`), not its `visible`: BokehJS lays the whole page out
+        at once at each change of a `visible`, and again at each repaint of a figure so hidden (its
+        side panels measure their content against a 0 x 0 box): 12 layouts of the page, 0.5-0.6 s,
+        at an x-axis switch that hides five figures and shows one. Figures restyled in one message
+        are laid out together once, and one hidden by its style keeps its panels' boxes, so its
+        repaints cost no layout: it stays on the shared x range (taking it off, and back, left its
+        axes on the range it had: BokehJS keeps a plot's axis coordinates across a range swap,
+        bokeh#11817)."""
+        if self.shown(field) != visible:
+            self._figures[field].object.styles = dict(SHOWN if visible else HIDDEN)
 
     def _fit(self, field: str, fig, curves: list[dict], log_y: bool, refs: list[Reference] = (),
              follow: bool = True) -> bool:
@@ -503,10 +493,14 @@ class LivePlots:
         self._views.clear()  # its records start again: ranges follow them
         self._x_view = None
 
+    def shown(self, field: str) -> bool:
+        """Whether a field's figure is shown (it draws something of the shown runs: `_show`)."""
+        return self._figures[field].object.styles.get("display") != HIDDEN["display"]
+
     def figures(self) -> list:
-        """The Bokeh figures, one per plotted field (for a standalone report, which shows each
-        figure's own legend: `figures.show_legends`)."""
-        return [pane.object for pane in self._figures.values()]
+        """The Bokeh figures that are shown, one per field they plot (for a standalone report, which
+        shows each figure's own legend: `figures.show_legends`)."""
+        return [pane.object for field, pane in self._figures.items() if self.shown(field)]
 
     def controls(self) -> pn.Row:
         """The plot settings in one row."""
