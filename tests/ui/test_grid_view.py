@@ -6,6 +6,7 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from xcviz.app.ui.fields import GAP_FLOOR
+from xcviz.app.ui.live_plots import UNSMOOTHED
 from xcviz.app.ui.run_view import RunView
 from xcviz.runs.aggregate import smooth
 from xcviz.runs.spec import RunSpec
@@ -110,6 +111,8 @@ def test_smoothing_on_a_log_axis_is_in_log_space_and_said_under_the_title(tmp_pa
     assert "EMA" not in title and sub == "smoothed: EMA span 4 of log10 values"
     plots.y_scale.value = "linear"
     assert plots._subtitles["objective"].text == "smoothed: EMA span 4"
+    plots.smoothing.value = "raw"  # a blank line: the figure keeps its height (BokehJS lays the page out at a change)
+    assert plots._subtitles["objective"].text == UNSMOOTHED and not UNSMOOTHED.strip()
 
 
 def test_a_gap_below_every_solvers_tolerance_is_drawn_at_the_floor(tmp_path):
