@@ -5,7 +5,7 @@ Why: the `svd` embedding starts every LDGS training with a truncated SVD (scipy 
 normalised training rows, and whoever trains several estimators on the same data paid it every
 time: notebook 04 under `CI=true` computed three identical SVDs of a 3,518 x 347,255 matrix (10-25 s
 each on 2 busy cores), five of its synthetic problem's and six of Bibtex's, and the Delicious climb
-test two (3.5 s each). The result depends only on the matrix, h and the seed, so it is kept for the
+test two (0.5-3.5 s each). The result depends only on the matrix, h and the seed, so it is kept for the
 next call.
 
 The key is a BLAKE2b digest of the matrix's canonical CSR arrays (shape, and the dtype and bytes of
