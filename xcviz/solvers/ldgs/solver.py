@@ -36,6 +36,7 @@ from .._driver import Driver
 from .._multiclass import kernel_rows, with_columns
 from ..batch_schedule import BatchSchedule
 from .search import ESTIMATORS, Estimate, Estimator, block_bounds
+from .svd_cache import canonical, memoised
 
 LOSSES = {"smoothed_margin": MARGIN, "ce": CE}
 ITER_FIELDS = ("wall", "elapsed", "seconds", "epoch", "batch", "eta", "objective", "train_accuracy", "accuracy",
@@ -155,11 +156,17 @@ def default_probes(q: int, clusters: int, K: int, multilabel: bool) -> int:
 
 def svd_basis(X: sp.csr_matrix, h: int, seed: int) -> np.ndarray:
     """D x h basis of the top-h right singular vectors of X (scipy svds, seeded start vector),
-    largest first, each signed so that its largest entry is positive (a reproducible basis)."""
+    largest first, each signed so that its largest entry is positive (a reproducible basis).
+    Computed once per process for a matrix of the same content, h and seed (see svd_cache)."""
     h = min(h, min(X.shape) - 1)
     if h < 1:
         raise ValueError(f"the svd embedding needs at least 2 rows and 2 features, got {X.shape}")
-    _, s, vt = svds(X.astype(np.float64), k=h, random_state=np.random.default_rng(seed))
+    return memoised(canonical(X), h, seed, _svd_basis)
+
+
+def _svd_basis(X: sp.csr_matrix, h: int, seed: int) -> np.ndarray:
+    """svd_basis computed, for 1 <= h < min(X.shape)."""
+    _, s, vt = svds(X, k=h, random_state=np.random.default_rng(seed))
     vt = vt[np.argsort(-s, kind="stable")]
     signs = np.sign(vt[np.arange(h), np.abs(vt).argmax(axis=1)])
     return np.ascontiguousarray((vt * signs[:, None]).T)
