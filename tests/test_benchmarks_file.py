@@ -184,6 +184,35 @@ def test_the_records_targets_read_each_measurement_against_its_bound():
     assert "10,000,123 iteration records" in text
 
 
+def test_a_lost_change_loses_the_rest_of_its_round_and_the_page_is_brought_back(monkeypatch):
+    """A change whose effect never shows counts as lost, and so does the rest of its round (the
+    page may not stand where the next change starts: an unticking the server undid leaves the box
+    ticked, and the ticking after it would time nothing); the round's last change, untimed, brings
+    the page back before the next round."""
+    records_scale = pytest.importorskip("records_scale")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    calls = []
+    outcomes = iter(["ok", "ok", "lost", "ok"])  # untick, tick | untick lost, the tick that brings it back
+
+    def change(name):
+        def done():
+            calls.append(name)
+            if next(outcomes) == "lost":
+                raise PlaywrightTimeout("never shown")
+        return (lambda: None), done
+
+    monkeypatch.setattr(records_scale, "PAINT", "() => 0")
+
+    class Page:
+        def evaluate(self, _script):
+            return 0
+
+    times = records_scale._flips(Page(), [change("untick"), change("tick")], 2)
+    assert calls == ["untick", "tick", "untick", "tick"]
+    assert np.isfinite(times[:2]).all() and np.isnan(times[2:]).all() and len(times) == 4
+
+
 def test_rerunning_the_records_section_puts_it_before_the_dashboards(tmp_path, monkeypatch):
     records_scale = pytest.importorskip("records_scale")
     monkeypatch.setattr(records_scale, "measure", lambda: _records_result(1500.0, 150.0))
