@@ -61,16 +61,18 @@ def test_a_real_memoir_run_climbs_from_zero_and_its_summary_says_so():
 
 @pytest.mark.slow
 def test_ldgs_decomp_on_delicious_at_the_defaults_is_flagged():
-    """The issue's case, measured (2-8 minutes on 2 cores): decomp's sample objective falls to about
-    0.826, then climbs back to about 0.852 (two flagged climbs, P@1 58.43); the exact gradient's
-    falls to the end and is not flagged."""
+    """The issue's case, measured: decomp's sample objective falls to about 0.826, then climbs back
+    to about 0.852 (two flagged climbs, P@1 58.43); the exact gradient's falls to the end and is not
+    flagged. One thread: the model and records are bit for bit those of two (results never depend
+    on the thread count), and two-thread kernels beside the suite's other worker on 2 cores waited
+    on a busy core at every parallel loop (96 s in CI, 15 s alone)."""
     import xcviz
     from xcviz.data import load
     from xcviz.records.sinks import MemorySink
 
     train, _ = load("delicious")
-    decomp = xcviz.train(train, solver="ldgs", threads=2, recorder=MemorySink())
+    decomp = xcviz.train(train, solver="ldgs", threads=1, recorder=MemorySink())
     assert len(decomp.info["objective_climbs"]) >= 1
     assert all(0.82 < first < last < 0.86 for _, _, first, last in decomp.info["objective_climbs"])
-    exact = xcviz.train(train, solver="ldgs", gradient="exact", threads=2, recorder=MemorySink())
+    exact = xcviz.train(train, solver="ldgs", gradient="exact", threads=1, recorder=MemorySink())
     assert exact.info["objective_climbs"] == []
