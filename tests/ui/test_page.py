@@ -64,9 +64,11 @@ FIGURES_JS = """() => {
       labels.push(...item.get_labels_list_from_label_prop());
     }
     const ticks = [];
-    for (const [axis, range] of [[m.below[0], m.x_range], [m.left[0], m.y_range]]) {
+    for (const [dim, axis, range] of [[0, m.below[0], m.x_range], [1, m.left[0], m.y_range]]) {
       const shown = Array.from(axis.ticker.ticks || []).filter(t => t >= range.start && t <= range.end);
-      ticks.push({log: (axis.axis_label || '').includes('log scale'), at: shown, text: axis.formatter.doFormat(shown, {loc: 0})});
+      const view = Bokeh.index.find_one(axis);  // the ticks its view draws: those of the range it holds
+      ticks.push({log: (axis.axis_label || '').includes('log scale'), at: shown, text: axis.formatter.doFormat(shown, {loc: 0}),
+                  drawn: view ? Array.from(view.tick_coords.major[dim]) : null});
     }
     const subtitle = m.above.filter(a => a !== m.title && a.text !== undefined).map(a => a.text).join(' ');
     const bands = m.renderers.some(r => r.visible && r.glyph && r.glyph.type === 'Patches' && r.data_source.data.xs.length > 0);
@@ -155,10 +157,12 @@ def assert_ranges_follow(figs: list[dict], context: str) -> None:
 
 def assert_readable_ticks(figs: list[dict]) -> None:
     """At least two ticks per axis, no two labels alike, one number format per axis, log axes at
-    powers of ten when they span two decades or more."""
+    powers of ten when they span two decades or more; and each axis's view draws the ticks set for
+    the range the figure shows."""
     for f in figs:
         for axis in f["ticks"]:
-            where = f"{f['title']}: ticks {axis['at']} read {axis['text']}"
+            where = f"{f['title']}: ticks {axis['at']} read {axis['text']}, drawn at {axis['drawn']}"
+            assert axis["drawn"] == axis["at"], where
             assert len(axis["at"]) >= 2 and len(set(axis["text"])) == len(axis["text"]), where
             assert len({"e" in t for t in axis["text"] if t != "0"}) == 1, where  # one number format
             if axis["log"] and axis["at"][-1] - axis["at"][0] >= 2:
@@ -406,7 +410,9 @@ def test_axes_follow_the_shown_runs(page, runs):
     assert "pick another x-axis" not in page_text(page)
     page.screenshot(path=str(ARTIFACTS / "dashboard-mixed-after-switching.png"))
     page.locator("select").filter(has_text="cumulative work").last.select_option(label="iteration")
-    assert_ranges_follow(_until(page, lambda figs: len(figs) > len(epoch) and _follow(figs)), "back to iterations")
+    back = _until(page, lambda figs: len(figs) > len(epoch) and _follow(figs))
+    assert_ranges_follow(back, "back to iterations")
+    assert_readable_ticks(back)
 
 
 def _objective(page) -> dict:
