@@ -64,11 +64,11 @@ def _segments(finite: np.ndarray) -> list[slice]:
 
 
 CLIMB_LABEL = "objective climbs"
+CLIMB_COLOR = "#d62728"
 # the smoothing line under a figure's title while nothing is smoothed: blank, yet a line high, so that
 # a change of smoothing keeps every figure's height: BokehJS lays the whole page out again whenever
-# a title's height changes (80 ms of a 290 ms change of smoothing over the 10M-record run)
+# a title's height changes (30-80 ms over the 10M-record run)
 UNSMOOTHED = "\u00a0"
-CLIMB_COLOR = "#d62728"
 
 
 def _columns(curves: list[tuple[str, str, dict]]) -> tuple[dict, dict, dict, dict]:
@@ -305,12 +305,12 @@ class LivePlots:
         """Show or hide a field's figure (hidden: none of the shown runs records it on this axis).
         Hidden by its style (`display: none`), not its `visible`: BokehJS lays the whole page out
         at once at each change of a `visible`, and again at each repaint of a figure so hidden (its
-        side panels measure their content against a 0 x 0 box): 12 layouts of the page, 0.5-0.6 s,
+        side panels measure their content against a 0 x 0 box): 12 layouts of the page, 0.4-0.6 s,
         at an x-axis switch that hides five figures and shows one. Figures restyled in one message
         are laid out together once, and one hidden by its style keeps its panels' boxes, so its
         repaints cost no layout: it stays on the shared x range (taking it off, and back, left its
-        axes on the range it had: BokehJS keeps a plot's axis coordinates across a range swap,
-        bokeh#11817)."""
+        axes drawing the other range's ticks: BokehJS keeps a plot's axis coordinates across a
+        range swap; bokeh#11817 is kin)."""
         if self.shown(field) != visible:
             self._figures[field].object.styles = dict(SHOWN if visible else HIDDEN)
 
