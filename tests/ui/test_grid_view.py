@@ -202,7 +202,7 @@ def test_a_figure_with_nothing_to_draw_is_hidden_without_sending_it_anything(tmp
     plots = view.plots
     pane = plots._figures["nnz"]
     held = {name: list(v) for name, v in plots._sources["nnz"][1].data.items()}
-    models = {m.id for m in pane.object.references()} - {m.id for m in plots.x_range.references()}
+    models = {m.id for m in pane.object.references()} - {plots.x_range.id}
     events, _ = _spied(plots, lambda: setattr(plots.x_axis, "value", "wall"))
     assert not plots.shown("nnz") and pane.object.styles == {"display": "none"} and pane.object.visible
     assert pane.object.x_range is plots.x_range and pane.object not in plots.figures()
