@@ -1,5 +1,6 @@
 """The dashboard's components without a browser: launch panel per solver, data set confinement,
 the runs table, a failed run's error, and responsiveness with 20 runs of 10^5 records."""
+import json
 import time
 
 import param
@@ -14,7 +15,7 @@ from xcviz._util.text import markdown_text
 from xcviz.app.dashboard import Dashboard
 from xcviz.app.ui.datasets import DatasetRefused, checked_dataset, dataset_choices
 from xcviz.app.ui.launch import LaunchPanel
-from xcviz.app.ui.runs_table import runs_frame
+from xcviz.app.ui.runs_table import PARAMETERS, hidden, parameter_texts, runs_frame
 
 
 class OracleParams(param.Parameterized):
@@ -198,6 +199,44 @@ def test_runs_table_filters_and_deletes_after_confirmation(tmp_path):
     assert runs[2] not in dashboard.cache.runs
 
 
+def test_the_parameters_column_names_what_differs_among_a_solvers_runs():
+    """One column says which parameters set a run apart from the other runs of its solver: C differs
+    between the two DiSMEC runs, eps does not, their variant (init) has its own column; MEMOIR's lone
+    run differs from nothing; a parameter only one run of a solver holds differs."""
+    specs = [{"solver": "dismec", "params": {"init": "msi", "C": 1.0, "eps": 0.1}},
+             {"solver": "dismec", "params": {"init": "zero", "C": 2.0, "eps": 0.1}},
+             {"solver": "memoir", "params": {"C": 4.0}}, {}]
+    assert parameter_texts(specs) == ["C=1.0", "C=2.0", "", ""]
+    assert parameter_texts([{"solver": "ppdsparse", "params": {"C": 1.0}},
+                            {"solver": "ppdsparse", "params": {"C": 1.0, "cg_eps": 0.25, "eps": 0.01}}]) == \
+        ["", "cg_eps=0.25, eps=0.01"]
+    frame = runs_frame([])
+    assert PARAMETERS in hidden(frame) and list(frame.columns).index(PARAMETERS) == list(frame.columns).index("variant") + 1
+
+
+def test_a_parameter_that_comes_to_differ_shows_its_column_with_the_row(tmp_path):
+    """The parameters column is hidden while no run's parameters differ from its solver's other
+    runs; the refresh that brings a run that differs shows it, with the run's parameter in its
+    row, and changes neither the table's columns nor its configuration (Tabulator would rebuild)."""
+    store = RunStore(tmp_path)
+    fill_store(store, runs=2, records=10)
+    dashboard = Dashboard(store)
+    doc = Document()
+    doc.add_root(dashboard.view().get_root(doc))
+    table = dashboard.runs.table
+    assert PARAMETERS in table.hidden_columns
+    spec = json.loads(store.list()[0]["spec"])
+    spec["params"]["cg_eps"] = 0.25
+    store.create(json.dumps(spec), "differs")
+    events = []
+    doc.on_change(events.append)
+    dashboard.refresh()
+    assert PARAMETERS not in table.hidden_columns
+    assert table.value[PARAMETERS].iloc[-1] == "cg_eps=0.25"
+    changed = [getattr(e, "attr", "") for e in events if getattr(e, "model", None) is not None]
+    assert "hidden_columns" in changed and "configuration" not in changed and "columns" not in changed
+
+
 def test_runs_table_column_types_do_not_depend_on_the_rows(tmp_path):
     """Panel's Tabulator names a number sorter for numeric columns in its configuration and
     rebuilds itself, dropping the page's ticks, when that changes: the ETA column was numbers while
@@ -290,8 +329,9 @@ def test_an_opened_tab_reaches_the_page_drawn_in_one_message(tmp_path):
     doc.add_root(dashboard.view().get_root(doc))
     dashboard.runs.table.selection = [0]
     label = int(store.get(run)["done"])
+    assert "inspector" not in vars(dashboard) and "workers" not in vars(dashboard)  # made when their tab opens
     figures = {0: dashboard.plots.figures, 1: dashboard.positives.figures, 2: lambda: dashboard.inspector._figures,
-               3: dashboard.workers.figures}
+               3: lambda: dashboard.workers.figures()}
     events = []
     doc.on_change(events.append)
     for tab in (1, 2, 0, 3, 2, 1):  # each tab, then the per-label ones again

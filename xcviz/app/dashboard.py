@@ -7,6 +7,7 @@ launch panel, the runs table with its exports, the live band plots and the per-l
 """
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 import panel as pn
@@ -33,6 +34,7 @@ WELCOME = ("**No runs yet.** Pick a data set, a solver and the variants to compa
            "**Compare**: each variant trains in the background and its curves appear here as it records them. "
            "Or start with the MSI paper's first comparison:")
 EXAMPLE = {"dataset": "bibtex", "solver": "dismec", "variants": ["zero", "msi"]}
+TABS = ("Live plots", "Per label", "Label inspector", "Workers")
 
 
 class Dashboard:
@@ -63,8 +65,6 @@ class Dashboard:
         self.sweep.button.on_click(locked(self._sweep))
         self.sweep_view = SweepPanel()
         self.live.seeds.switch.param.watch(locked(lambda _e: self.show()), "value")
-        self.inspector = LabelInspector()
-        self.workers = WorkersView(self.store)
         self.status = pn.pane.Markdown("", styles={"font-size": "12px"}, margin=(8, 10))
         self.example_button = pn.widgets.Button(label="Compare zero and MSI initialisation on Bibtex",
                                                 color="primary")
@@ -82,10 +82,12 @@ class Dashboard:
         # kept up to date (the live plots' figures always are). Opening a tab brings its components up to
         # date first, then puts them on the page: they arrive drawn, in the one message that adds
         # them (with Panel's dynamic tabs they arrived as last drawn and were updated a tick later,
-        # in messages that could overtake the one adding them: "reference pNNNN isn't known")
-        self._tab_views = [self.plots.panel(), self.positives.panel(), self.inspector.panel(), self.workers.panel()]
-        self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in self._tab_views]
-        self.tabs = pn.Tabs(*zip(("Live plots", "Per label", "Label inspector", "Workers"), self._tab_slots),
+        # in messages that could overtake the one adding them: "reference pNNNN isn't known").
+        # The label inspector and the workers' timeline are made when their tab first opens: their
+        # figures took a fifth of the server's time to open a page
+        self._tab_views: dict[int, pn.viewable.Viewable] = {}
+        self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in TABS]
+        self.tabs = pn.Tabs(*zip(TABS, self._tab_slots),
                             sizing_mode="stretch_width")
         self.tabs.param.watch(locked(lambda _e: self._open_tab()), "active")
         self._open_tab()
@@ -94,10 +96,27 @@ class Dashboard:
         """Bring the open tab's components up to date while they are off the page, then put them
         in its slot (and take the closed tabs' out of theirs)."""
         self.show()
-        for index, (slot, view) in enumerate(zip(self._tab_slots, self._tab_views)):
-            objects = [view] if index == self.tabs.active else []
+        for index, slot in enumerate(self._tab_slots):
+            objects = [self._tab_view(index)] if index == self.tabs.active else []
             if slot.objects != objects:
                 slot.objects = objects
+
+    def _tab_view(self, index: int) -> pn.viewable.Viewable:
+        """The components of tab `index`, made the first time it opens."""
+        if index not in self._tab_views:
+            self._tab_views[index] = (self.plots.panel, self.positives.panel, lambda: self.inspector.panel(),
+                                      lambda: self.workers.panel())[index]()
+        return self._tab_views[index]
+
+    @cached_property
+    def inspector(self) -> LabelInspector:
+        """The label inspector's tab, made when it first opens (`_tab_view`)."""
+        return LabelInspector()
+
+    @cached_property
+    def workers(self) -> WorkersView:
+        """The workers' timeline tab, made when it first opens (`_tab_view`)."""
+        return WorkersView(self.store)
 
     def _launch(self, _event=None) -> None:
         """Compare: one background run per selected variant; what could not be launched shows below
@@ -188,7 +207,8 @@ class Dashboard:
     def _forget(self, run: str) -> None:
         """A deleted run leaves the caches and the plots."""
         self.live.forget(run)
-        self.workers.forget(run)
+        if "workers" in vars(self):  # its tab has opened (`workers`)
+            self.workers.forget(run)
         self.watched = [r for r in self.watched if r != run]
 
     def shown(self) -> list[str]:

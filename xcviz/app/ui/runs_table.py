@@ -3,9 +3,9 @@ final metrics side by side; filters by data set, solver and status; cancel, resu
 a confirmation in the page) the ticked runs; the error of a failed run in its row and above the
 table when it is ticked.
 
-The table's columns never change, nor their types: every parameter of every solver has one, hidden
-unless its value differs among the runs, and so have accuracy and macro-F1, hidden until a run has
-them. A column shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a
+The table's columns never change, nor their types: the parameters that differ among a solver's runs
+share one column, hidden while none differ, and accuracy and macro-F1 have theirs, hidden until a
+run has them. A column shows or hides (`hidden_columns`); Panel's Tabulator would rebuild itself after a
 change of its columns (or of a column's type, which sets its sorter) and drop the rows that reach
 it while it rebuilds, and the ticks it puts back. Ticked runs are remembered by id, so a
 refresh or a filter keeps them ticked; the table is only sent to the browser again when one of its
@@ -45,6 +45,8 @@ FILTERED = ("dataset", "solver", "status")
 HEADER_TIPS = {
     "climbs": f"The objective rose in {CLIMB_RISES} or more records in a row, each by more than {CLIMB_RTOL:g} of "
               "the value before (xcviz.records.climbs; runs that record one trajectory: MEMOIR, DS-MLR, LDGS)",
+    "parameters": "The run's parameters whose values differ among the runs of its solver in the store (the one "
+                  "its Compare varies is the variant column)",
     "train s": "train_seconds: training alone, without the kernels' compile",
     "compile s": "compile_seconds: compiling, or loading from numba's cache, the solver's kernels before "
                  "training (0 when the run's process had them already)"}
@@ -77,40 +79,41 @@ BASE = tuple(run_row({"name": "", "status": "", "done": 0, "total": 0, "started"
 SECONDS = ("ETA s", "train s", "compile s")
 BASE_TYPES = {c: np.float64 if c in SECONDS or c in METRICS else np.int64 if c in ("progress", "number") else object
               for c in BASE}
-# every solver parameter, in name order: a column each, whatever runs the store holds
-PARAMS = tuple(sorted({name for solver in SOLVERS.values() for name in solver.params().param}
-                      - {"name"} - set(BASE)))
+PARAMETERS = "parameters"  # the column of each run's parameters that differ (`parameter_texts`)
 
 
-def param_frame(rows: list[dict], index: pd.Index) -> pd.DataFrame:
-    """Every solver parameter (and any other a stored run names), a column each, with each run's
-    value as text ("" where a run has no such one, and for the run's compared parameter: it is the
-    variant column). One object block: pandas builds 70-odd columns from a dict one by one, 10 ms
-    for 20 runs, each refresh."""
-    params = []
-    for row in rows:
-        spec = run_spec(row)
-        compare = SOLVERS[spec["solver"]].compare if spec.get("solver") in SOLVERS else None
-        params.append({k: v for k, v in spec.get("params", {}).items() if k != compare})
-    names = list(PARAMS) + sorted({k for p in params for k in p} - set(PARAMS) - set(BASE))
-    texts = np.full((len(params), len(names)), "", dtype=object)
-    at = {name: j for j, name in enumerate(names)}
-    for i, p in enumerate(params):
-        for k, v in p.items():
-            if k in at and v is not None:
-                texts[i, at[k]] = str(v)
-    return pd.DataFrame(texts, index=index, columns=names, dtype=object)
+def parameter_texts(specs: list[dict]) -> list[str]:
+    """For each run spec, the parameters whose value differs among the runs of its solver (held by
+    some and not others counts), as "name=value" in name order; its compared parameter is left out:
+    that is the variant column. One column: a column per parameter of every solver (70-odd, nearly
+    all hidden) took a third of the page's models and half the table's build in the browser."""
+    held = []
+    for spec in specs:
+        solver = spec.get("solver")
+        compare = SOLVERS[solver].compare if solver in SOLVERS else None
+        params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
+        held.append((solver, {k: str(v) for k, v in params.items() if k != compare and v is not None}))
+    values: dict[tuple, set[str | None]] = {}
+    for solver, params in held:
+        for name, value in params.items():
+            values.setdefault((solver, name), set()).add(value)
+    for (solver, name), seen in values.items():
+        if any(name not in params for s, params in held if s == solver):
+            seen.add(None)
+    return [", ".join(f"{name}={params[name]}" for name in sorted(params) if len(values[solver, name]) > 1)
+            for solver, params in held]
 
 
 def runs_frame(rows: list[dict]) -> pd.DataFrame:
     """The table of these store rows in the order they were made, indexed by their number in the
-    store (shown newest first by the page): a column per solver parameter after the variant, all
+    store (shown newest first by the page); the parameters that differ after the variant, all
     metrics after them (`hidden` says which the page shows)."""
     rows = sorted(rows, key=lambda r: r.get("created") or 0)
     frame = pd.DataFrame([run_row(r) for r in rows], columns=list(BASE)).astype(BASE_TYPES)
     frame.index = pd.Index(frame["number"].to_numpy(np.int64))
-    at = frame.columns.get_loc("variant") + 1
-    return pd.concat([frame.iloc[:, :at], param_frame(rows, frame.index), frame.iloc[:, at:]], axis=1)
+    frame.insert(frame.columns.get_loc("variant") + 1, PARAMETERS,
+                 pd.Series(parameter_texts([run_spec(r) for r in rows]), index=frame.index, dtype=object))
+    return frame
 
 
 def _comparison(row: dict) -> tuple[str | None, str]:
@@ -149,13 +152,12 @@ def below(text: str) -> Tooltip:
 
 
 def hidden(frame: pd.DataFrame) -> list[str]:
-    """The columns the page hides: the ids, the parameters whose value does not differ among the
-    runs, accuracy and macro-F1 while no run has them, and the objective's climbs while no run
-    climbs (records.climbs)."""
-    same = [c for c in frame.columns[frame.columns.get_loc("variant") + 1:frame.columns.get_loc(METRICS[0])]
-            if len(set(frame[c]) - {""}) <= 1]
+    """The columns the page hides: the ids, the parameters while no run's differ, accuracy and
+    macro-F1 while no run has them, and the objective's climbs while no run climbs
+    (records.climbs)."""
     climbing = frame["climbs"].astype(bool).any()
-    return ["id", "number", *([] if climbing else ["climbs"]), *same,
+    return ["id", "number", *([] if climbing else ["climbs"]), *([] if frame[PARAMETERS].astype(bool).any()
+                                                                 else [PARAMETERS]),
             *(m for m in METRICS if m not in ALWAYS and not frame[m].notna().any())]
 
 
