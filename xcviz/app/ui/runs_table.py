@@ -89,7 +89,8 @@ def parameter_texts(specs: list[dict]) -> list[str]:
     all hidden) took a third of the page's models and half the table's build in the browser."""
     held = []
     for spec in specs:
-        solver = spec.get("solver")
+        spec = spec if isinstance(spec, dict) else {}
+        solver = str(spec.get("solver", ""))
         compare = SOLVERS[solver].compare if solver in SOLVERS else None
         params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
         held.append((solver, {k: str(v) for k, v in params.items() if k != compare and v is not None}))
