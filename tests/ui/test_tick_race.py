@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # in the page: when the runs table's data next changes (a refresh reached the page), `delay` ms later
 # the ticked boxes and the status line as they are, then a click on the box of the run `name`
 CLICK_AFTER_DATA = """([name, delay]) => new Promise((done) => {
-  const table = [...Bokeh.documents[0].all_models].find((m) => m.source && m.select_mode !== undefined);
+  const table = [...Bokeh.documents[0].all_models].find((m) => m.select_mode !== undefined && m.source?.get_column('ETA s'));
   const all = () => { const out = [];
     const walk = (root) => root.querySelectorAll('*').forEach((el) => {
       if (el.shadowRoot) walk(el.shadowRoot);
