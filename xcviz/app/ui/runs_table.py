@@ -35,6 +35,7 @@ from ...runs.progress import progress_text, restart_note, run_spec
 from ...runs.store import RunStore
 from ...solvers import SOLVERS
 from .figures import locked
+from .tick_table import TickTable
 from ..._util.text import html_text, markdown_text, printable
 
 METRICS = ("p@1", "p@3", "p@5", "ndcg@1", "ndcg@3", "ndcg@5", "psp@1", "psp@3", "psp@5", "accuracy", "macro_f1")
@@ -174,7 +175,7 @@ class RunsTable:
                                                   if c != "status" else "any status", margin=(0, 5))
                         for c in FILTERED}
         self._full = runs_frame([])
-        self.table = pn.widgets.Tabulator(
+        self.table = TickTable(  # a tick the page sent survives a refresh (tick_table)
             self._full, selectable="checkbox", disabled=True, show_index=False, pagination="local", page_size=5,
             sizing_mode="stretch_width", layout="fit_data_table", frozen_columns=["name"],
             hidden_columns=hidden(self._full), sorters=[{"field": "number", "dir": "desc"}],  # newest first
