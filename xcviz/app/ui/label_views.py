@@ -21,6 +21,7 @@ from ...runs.aggregate import slowest_labels
 from .fields import TRAJECTORY, field_label
 from .figures import fit, fit_legend, locked, new_figure, retick, scaled, set_log, style_legend, zoomed
 from .records import PlotRun
+from .tick_table import TickTable
 from ..._util.text import markdown_text
 
 LABEL_COLUMNS = ("label", "n_pos", "iterations", "seconds", "status")
@@ -165,9 +166,10 @@ class LabelInspector:
     def __init__(self, width: int = 330, height: int = 220) -> None:
         self.run = pn.widgets.Select(label="Run", options={}, width=240)
         self.label = pn.widgets.IntInput(label="Label", start=0, end=0, value=0, width=120)
-        self.slowest = pn.widgets.Tabulator(pd.DataFrame(columns=list(LABEL_COLUMNS)), selectable=1, disabled=True,
-                                            show_index=False, height=280, width=460,
-                                            formatters={"seconds": NumberFormatter(format="0.0000")})
+        # refreshed while its run trains: a row picked in the page survives the refresh (tick_table)
+        self.slowest = TickTable(pd.DataFrame(columns=list(LABEL_COLUMNS)), selectable=1, disabled=True,
+                                 show_index=False, height=280, width=460,
+                                 formatters={"seconds": NumberFormatter(format="0.0000")})
         self.info = pn.pane.Markdown("Pick a run to inspect one of its labels.")
         self._sources = [ColumnDataSource({"x": [], "y": [], "v": []}) for _ in range(4)]
         self._figures = [new_figure("", "iteration", "", width=width, height=height) for _ in range(4)]
