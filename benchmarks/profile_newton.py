@@ -68,8 +68,8 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
         K._xv(indptr, indices, data, w, wx)
         wtw = K._regularised_dot(w, w, False, bias_index)
         f = K._loss_sum(0, C, y, wx) + 0.5 * wtw
-        nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
-                                  cptr, cidx, cval)
+        nact, ncomp, _ = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
+                                     cptr, cidx, cval)
         gnorm = K._norm(g)
         t2 = monotonic_ns()
         acc[1] += t2 - t
@@ -99,8 +99,8 @@ def _profile(indptr, indices, data, pos_ptr, pos_rows, labels, init_vec, colsum,
             if step == 0.0:
                 break
             it += 1
-            nact, ncomp = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef, M,
-                                      cptr, cidx, cval)
+            nact, ncomp, _ = K._gradient(0, C, indptr, indices, data, y, wx, w, False, bias_index, g, act, hcoef,
+                                         M, cptr, cidx, cval)
             gnorm = K._norm(g)
             t2 = monotonic_ns()
             acc[1] += t2 - t

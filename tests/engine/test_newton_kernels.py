@@ -56,14 +56,16 @@ def test_gradient_pass_builds_gradient_active_set_and_preconditioner(loss, reg_b
     rng = np.random.default_rng(2)
     y = np.where(rng.random(60) < 0.3, 1.0, -1.0)
     w = rng.normal(size=9)
+    w[[1, 4]] = 0.0  # zeros among the weights: the nonzeros `_gradient` counts are 7
     wx = X @ w
     C, bias = 0.7, 8
     g, M, hcoef = np.empty(9), np.empty(9), np.empty(60)
     act = np.empty(60, np.int64)
     cptr, cidx, cval = np.empty(61, np.uint64), np.empty(X.nnz, np.uint32), np.empty(X.nnz)
-    nact, ncomp = K._gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias, g, act, hcoef, M,
-                              cptr, cidx, cval)
+    nact, ncomp, nnz = K._gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias, g, act, hcoef, M,
+                                   cptr, cidx, cval)
     assert ncomp == nact  # room for every active row
+    assert nnz == np.count_nonzero(w)  # the recorded nnz, counted in the pass that starts g from w
     m = y * wx
     if loss == K.SQUARED_HINGE:
         active = np.flatnonzero(m < 1)
@@ -97,7 +99,7 @@ def test_hessian_product_over_the_copied_and_the_remaining_active_rows(room, reg
     wx = X @ w
     g, M, hcoef, act = np.empty(11), np.empty(11), np.empty(80), np.empty(80, np.int64)
     cptr, cidx, cval = np.empty(81, np.uint64), np.empty(room, np.uint32), np.empty(room)
-    nact, ncomp = K._gradient(K.SQUARED_HINGE, 1.3, indptr, indices, data, y, wx, w, reg_bias, 10, g, act, hcoef, M,
+    nact, ncomp, _ = K._gradient(K.SQUARED_HINGE, 1.3, indptr, indices, data, y, wx, w, reg_bias, 10, g, act, hcoef, M,
                               cptr, cidx, cval)
     assert 0 < nact and (ncomp == 0 if room == 0 else 0 < ncomp) and (ncomp == nact) == (room == 10_000)
     d = rng.normal(size=11)

@@ -157,10 +157,13 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
     the active rows, the diagonal preconditioner M of the next CG solve and a contiguous copy of
     the active rows (cptr/cidx/cval, as many leading active rows as cidx holds): the Hessian
     products of the CG solve then stream through them instead of jumping between rows of X.
-    Returns (size of the active set, number of rows copied)."""
+    Returns (size of the active set, number of rows copied, nonzeros of w: counted in the pass
+    that starts g from w, which the recorded `nnz` took a pass of its own for)."""
+    nnz = 0
     for j in range(g.shape[0]):
         g[j] = w[j]
         M[j] = 1.0
+        nnz += 1 if w[j] != 0.0 else 0
     if bias_index >= 0 and not reg_bias:
         M[bias_index] = 0.0
     nact = 0
@@ -209,7 +212,7 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
         g[bias_index] -= w[bias_index]
     for j in range(M.shape[0]):
         M[j] = (1.0 - _ALPHA_PCG) + _ALPHA_PCG * M[j]
-    return nact, ncomp
+    return nact, ncomp, nnz
 
 
 @njit(cache=True, nogil=True)
@@ -378,8 +381,8 @@ def _count_nonzero(v):
 
 
 @njit(cache=True, nogil=True)
-def _record_iteration(row, now_ns, t0_ns, seconds, f, gnorm, nact, cg_steps, step, w):
-    """One row of ITER_FIELDS."""
+def _record_iteration(row, now_ns, t0_ns, seconds, f, gnorm, nact, cg_steps, step, nnz):
+    """One row of ITER_FIELDS (`nnz`: w's nonzeros, from `_gradient`)."""
     row[0] = (now_ns - t0_ns) * 1e-9
     row[1] = seconds
     row[2] = f
@@ -387,7 +390,7 @@ def _record_iteration(row, now_ns, t0_ns, seconds, f, gnorm, nact, cg_steps, ste
     row[4] = nact
     row[5] = cg_steps
     row[6] = step
-    row[7] = _count_nonzero(w)
+    row[7] = nnz
 
 
 @njit(cache=True, nogil=True)
@@ -431,13 +434,13 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
     _xv(indptr, indices, data, w, wx)
     wtw = _regularised_dot(w, w, reg_bias, bias_index)
     f = _loss_sum(loss, C, y, wx) + 0.5 * wtw
-    nact, ncomp = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef, M,
-                            cptr, cidx, cval)
+    nact, ncomp, nnz = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef, M,
+                                 cptr, cidx, cval)
     gnorm = _norm(g)
     f_init = f
     t_prev = monotonic_ns()
     if record:
-        _record_iteration(rec[0], t_prev, t0_ns, (t_prev - t_start) * 1e-9, f, gnorm, nact, 0, 0.0, w)
+        _record_iteration(rec[0], t_prev, t0_ns, (t_prev - t_start) * 1e-9, f, gnorm, nact, 0, 0.0, nnz)
     it = 0
     status = _status_after(0, max_iter, gnorm, tol, f, f)
     while status < 0:
@@ -449,12 +452,12 @@ def newton(indptr, indices, data, y, w, tol, gnorm0, loss, C, cg_eps, max_iter, 
             status = STATUS_LINE_SEARCH_FAILED
             break
         it += 1
-        nact, ncomp = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act, hcoef,
-                                M, cptr, cidx, cval)
+        nact, ncomp, nnz = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act,
+                                     hcoef, M, cptr, cidx, cval)
         gnorm = _norm(g)
         if record:
             t_now = monotonic_ns()
-            _record_iteration(rec[it], t_now, t0_ns, (t_now - t_prev) * 1e-9, f, gnorm, nact, cg_steps, step, w)
+            _record_iteration(rec[it], t_now, t0_ns, (t_now - t_prev) * 1e-9, f, gnorm, nact, cg_steps, step, nnz)
             t_prev = t_now
         status = _status_after(it, max_iter, gnorm, tol, f_old, f)
     t_end = monotonic_ns()
@@ -710,8 +713,8 @@ def _train_slots(rows, dim, positives, labels, init_mode, init_vec, settings, t0
                 else:
                     it[q] += 1
             if status < 0:
-                na, nc = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act[q],
-                                   wsn[q, 2], wsd[q, 6], cptr[q], cidx[used:], cval[used:])
+                na, nc, nz = _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g, act[q],
+                                       wsn[q, 2], wsd[q, 6], cptr[q], cidx[used:], cval[used:])
                 nact[q] = na
                 ncomp[q] = nc
                 offset[q] = used
@@ -721,7 +724,7 @@ def _train_slots(rows, dim, positives, labels, init_mode, init_vec, settings, t0
                 it_ns[q] += t_now - t
                 t = t_now
                 if record:
-                    _record_iteration(rec[b, it[q]], t_now, t0_ns, it_ns[q] * 1e-9, f[q], gnorm[q], na, cg[q], step, w)
+                    _record_iteration(rec[b, it[q]], t_now, t0_ns, it_ns[q] * 1e-9, f[q], gnorm[q], na, cg[q], step, nz)
                 total_ns[q] += it_ns[q]
                 it_ns[q] = 0
                 status = _status_after(it[q], max_iter, gnorm[q], tol[q], f_old, f[q])
