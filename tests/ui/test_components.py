@@ -211,7 +211,8 @@ def test_the_parameters_column_names_what_differs_among_a_solvers_runs():
                             {"solver": "ppdsparse", "params": {"C": 1.0, "cg_eps": 0.25, "eps": 0.01}}]) == \
         ["", "cg_eps=0.25, eps=0.01"]
     frame = runs_frame([])
-    assert PARAMETERS in hidden(frame) and list(frame.columns).index(PARAMETERS) == list(frame.columns).index("variant") + 1
+    columns = list(frame.columns)
+    assert PARAMETERS in hidden(frame) and columns.index(PARAMETERS) == columns.index("variant") + 1
 
 
 def test_a_parameter_that_comes_to_differ_shows_its_column_with_the_row(tmp_path):

@@ -87,8 +87,7 @@ class Dashboard:
         # figures took a fifth of the server's time to open a page
         self._tab_views: dict[int, pn.viewable.Viewable] = {}
         self._tab_slots = [pn.Column(sizing_mode="stretch_width", margin=0) for _ in TABS]
-        self.tabs = pn.Tabs(*zip(TABS, self._tab_slots),
-                            sizing_mode="stretch_width")
+        self.tabs = pn.Tabs(*zip(TABS, self._tab_slots), sizing_mode="stretch_width")
         self.tabs.param.watch(locked(lambda _e: self._open_tab()), "active")
         self._open_tab()
 

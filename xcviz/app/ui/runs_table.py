@@ -157,9 +157,8 @@ def hidden(frame: pd.DataFrame) -> list[str]:
     """The columns the page hides: the ids, the parameters while no run's differ, accuracy and
     macro-F1 while no run has them, and the objective's climbs while no run climbs
     (records.climbs)."""
-    climbing = frame["climbs"].astype(bool).any()
-    return ["id", "number", *([] if climbing else ["climbs"]), *([] if frame[PARAMETERS].astype(bool).any()
-                                                                 else [PARAMETERS]),
+    climbing, differing = frame["climbs"].astype(bool).any(), frame[PARAMETERS].astype(bool).any()
+    return ["id", "number", *([] if climbing else ["climbs"]), *([] if differing else [PARAMETERS]),
             *(m for m in METRICS if m not in ALWAYS and not frame[m].notna().any())]
 
 
