@@ -158,7 +158,7 @@ def _gradient(loss, C, indptr, indices, data, y, wx, w, reg_bias, bias_index, g,
     the active rows (cptr/cidx/cval, as many leading active rows as cidx holds): the Hessian
     products of the CG solve then stream through them instead of jumping between rows of X.
     Returns (size of the active set, number of rows copied, nonzeros of w: counted in the pass
-    that starts g from w, which the recorded `nnz` took a pass of its own for)."""
+    that starts g from w, so the recorded `nnz` needs no pass of its own)."""
     nnz = 0
     for j in range(g.shape[0]):
         g[j] = w[j]
